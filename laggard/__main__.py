@@ -1,0 +1,3 @@
+from laggard.cli import main
+
+main()

@@ -1,0 +1,219 @@
+"""The records that flow through laggard, as frozen dataclasses (SPEC section 2).
+
+These are the in-memory form of the Avro records in ``schemas/``; ``streams.serde`` maps one to the other.
+Times are integer microseconds since the trace's epoch (``ts_us``).
+
+>>> finish = TaskFinish("j1", "t1", 0, "n7", ts_us=5_000_000, duration_us=4_000_000, status=Status.SUCCEEDED)
+>>> finish.succeeded
+True
+>>> validate(TaskFinish("j1", "t1", 0, "n7", ts_us=5, duration_us=-1, status=Status.SUCCEEDED))
+'negative duration_us: -1'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Status(str, Enum):
+    """How a task attempt ended."""
+
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+    EVICTED = "EVICTED"
+    LOST = "LOST"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStart:
+    """A task attempt was placed on a node and started."""
+
+    job_id: str
+    task_id: str
+    attempt: int
+    node_id: str
+    ts_us: int
+    speculative: bool = False
+    task_type: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCheckpoint:
+    """A running attempt reported progress; ``features`` are causal (observed up to ``ts_us``)."""
+
+    job_id: str
+    task_id: str
+    attempt: int
+    node_id: str
+    ts_us: int
+    elapsed_us: int
+    features: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinish:
+    """A task attempt ended, successfully or not."""
+
+    job_id: str
+    task_id: str
+    attempt: int
+    node_id: str
+    ts_us: int
+    duration_us: int
+    status: Status
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status is Status.SUCCEEDED
+
+
+@dataclass(frozen=True, slots=True)
+class JobStart:
+    """A job was submitted; ``declared_tasks`` is its task count when the source knows it."""
+
+    job_id: str
+    ts_us: int
+    declared_tasks: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobFinish:
+    """A job ended: its z-values are final."""
+
+    job_id: str
+    ts_us: int
+
+
+TaskEvent = TaskStart | TaskCheckpoint | TaskFinish
+JobEvent = JobStart | JobFinish
+Event = TaskStart | TaskCheckpoint | TaskFinish | JobStart | JobFinish
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedTask:
+    """One finished task's normalised execution value z on its node (SPEC 3)."""
+
+    job_id: str
+    task_id: str
+    attempt: int
+    node_id: str
+    ts_us: int
+    duration_us: int
+    z: float
+    provisional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScore:
+    """Window statistics of one node's z-values; the interval is absent for n < 2."""
+
+    node_id: str
+    window_start_us: int
+    window_end_us: int
+    n: int
+    mean: float
+    std: float
+    ci_low: float | None
+    ci_high: float | None
+    normalized_count: float
+
+
+@dataclass(frozen=True, slots=True)
+class StragglerPrediction:
+    """A running task was flagged as a straggler (published once per task)."""
+
+    job_id: str
+    task_id: str
+    attempt: int
+    node_id: str
+    ts_us: int
+    elapsed_us: int
+    predicted_us: float
+    adjusted_us: float
+    threshold_us: float
+    weight: float
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlacklistEntry:
+    """A node on the blacklist, with the statistics that put it there and a reason in words."""
+
+    node_id: str
+    level: int
+    n: int
+    mean: float
+    std: float
+    ci_low: float | None
+    ci_high: float | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedEntry:
+    """A node released from the blacklist, and why."""
+
+    node_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlacklistDelta:
+    """One change to the blacklist; ``version`` grows by one per delta and is never reused."""
+
+    cluster_id: str
+    version: int
+    issued_at_us: int
+    policy: str
+    window_start_us: int
+    window_end_us: int
+    added: tuple[BlacklistEntry, ...]
+    removed: tuple[RemovedEntry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BlacklistSnapshot:
+    """The whole blacklist after the delta of the same version."""
+
+    cluster_id: str
+    version: int
+    issued_at_us: int
+    policy: str
+    window_start_us: int
+    window_end_us: int
+    nodes: tuple[BlacklistEntry, ...]
+
+    @property
+    def node_ids(self) -> frozenset[str]:
+        return frozenset(entry.node_id for entry in self.nodes)
+
+
+def validate(event: Event) -> str | None:
+    """Return why ``event`` is invalid (SPEC 2), or None when it is valid."""
+    if event.ts_us < 0:
+        return f"negative ts_us: {event.ts_us}"
+    if isinstance(event, TaskFinish):
+        if event.duration_us < 0:
+            return f"negative duration_us: {event.duration_us}"
+        if event.duration_us > event.ts_us:
+            return f"finish before start: duration_us {event.duration_us} > ts_us {event.ts_us}"
+        if not isinstance(event.status, Status):
+            return f"unknown status: {event.status!r}"
+    if isinstance(event, TaskCheckpoint):
+        if event.elapsed_us < 0:
+            return f"negative elapsed_us: {event.elapsed_us}"
+        for name, value in event.features.items():
+            if not math.isfinite(value):
+                return f"feature {name!r} is not a finite number: {value}"
+    if isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
+        if not event.job_id or not event.task_id:
+            return "empty job_id or task_id"
+        if event.attempt < 0:
+            return f"negative attempt: {event.attempt}"
+    if isinstance(event, JobStart) and event.declared_tasks is not None and event.declared_tasks < 0:
+        return f"negative declared_tasks: {event.declared_tasks}"
+    return None

@@ -1,0 +1,99 @@
+"""The one typed settings object, read once from the environment (prefix ``LAGGARD_``) or a file.
+
+Configuration names are public API: they appear in docker-compose.yml, the Kubernetes manifests and
+operators' scripts. Nothing else in laggard reads ``os.environ``; the CLI builds a ``Settings`` and
+passes it (or the pure-core config objects derived from it) down.
+
+>>> Settings(bootstrap_servers="127.0.0.1:9999").bootstrap_servers
+'127.0.0.1:9999'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every setting of laggard; environment variables are ``LAGGARD_<NAME>``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="LAGGARD_", env_file=None, extra="ignore", validate_default=True
+    )
+
+    # --- Kafka connection -------------------------------------------------------------------
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap HOST:PORT[,HOST:PORT]")
+    cluster_id: str = Field("default", description="key of blacklist topics: one compute cluster")
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: str | None = Field(None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    topic_partitions: int = Field(4, ge=1, description="partitions of keyed topics at creation")
+    replication_factor: int = Field(1, ge=1)
+
+    # --- Worker -----------------------------------------------------------------------------
+    app_id: str = Field("laggard", description="Faust application id: consumer group and table prefix")
+    data_dir: Path = Field(Path(".laggard/worker"), description="Faust's local state directory")
+    store: str = Field("memory://", description="Faust table store; tables are rebuilt from changelogs")
+    web_port: int = Field(6066, ge=0, le=65535)
+
+    # --- Statistics and ranking (SPEC 3) ----------------------------------------------------
+    window_size_s: float = Field(3600.0, gt=0, description="hopping window size, event time")
+    ranking_period_s: float = Field(300.0, gt=0, description="ranking period = window step, event time")
+    job_idle_timeout_s: float = Field(3600.0, gt=0, description="a job with no event for this long is final")
+    policy: Literal["pcores", "pcores-top-k"] = "pcores"
+    min_tasks: int = Field(5, ge=1)
+    significance_floor: float | None = Field(0.25, description="ci_low must exceed it; None disables")
+    max_fraction: float = Field(0.1, gt=0, le=1)
+    min_dwell_periods: int = Field(1, ge=0)
+    allow_list: list[str] = Field(default_factory=list, description="nodes never blacklisted")
+    deny_list: list[str] = Field(default_factory=list, description="nodes always blacklisted")
+    seed: int = 0
+
+    # --- Prediction (SPEC 4) ----------------------------------------------------------------
+    nurd_alpha: float = 0.0
+    nurd_epsilon: float = Field(0.05, gt=0, le=1)
+    nurd_initial_fraction: float = Field(0.04, gt=0, le=1)
+
+    # --- Data -------------------------------------------------------------------------------
+    traces_dir: Path = Field(Path("../shared/traces"), description="where the public traces live")
+
+    @field_validator("allow_list", "deny_list", mode="before")
+    @classmethod
+    def _split_csv(cls, value: Any) -> Any:
+        # Operators write LAGGARD_ALLOW_LIST=n1,n2 rather than JSON.
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("significance_floor", mode="before")
+    @classmethod
+    def _none_floor(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in {"none", "off", ""}:
+            return None
+        return value
+
+    def kafka_security(self) -> dict[str, Any]:
+        """Security settings in kafka-python's keyword names, only those that are set."""
+        options: dict[str, Any] = {"security_protocol": self.security_protocol}
+        for name in ("sasl_mechanism", "ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            if getattr(self, name) is not None:
+                options[name] = getattr(self, name)
+        if self.sasl_username is not None:
+            options["sasl_plain_username"] = self.sasl_username
+            options["sasl_plain_password"] = self.sasl_password
+        return options
+
+
+def load_settings(file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from the environment, then ``file`` (a ``KEY=value`` env file), then ``overrides``."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    if file is not None:
+        return Settings(_env_file=file, **given)  # type: ignore[call-arg]
+    return Settings(**given)
