@@ -1,0 +1,94 @@
+"""NodeRanker: window statistics, P-Cores levels, the blacklist policy and its deltas in one object.
+
+This is what the ``node-samples`` agent, the in-process runner and ``laggard rank`` drive. It is
+moved only by event time passed in (``rank(now_us)``, ``decide(now_us)``), never by a clock, and its
+whole state is plain JSON-able data (``snapshot()`` / ``restore()``), versioned.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.core.decision import BlacklistBook
+from streams.core.events import BlacklistDelta, BlacklistSnapshot, NormalizedTask
+from streams.core.pcores import pcores_levels
+from streams.core.policy import BlacklistPolicy
+from streams.core.ranking import NodeRank, Ranking
+from streams.core.ranking_config import RankingConfig
+from streams.core.windows import NodeWindows
+
+SNAPSHOT_VERSION = 1
+
+
+class NodeRanker:
+    """Rank nodes by their recent normalised task times and keep a blacklist of the clearly slow.
+
+    >>> ranker = NodeRanker(RankingConfig(max_fraction=0.5))
+    >>> for i in range(20):  # n0 is slow: its tasks run 1.5 job stds behind their siblings
+    ...     for node, z in (("n0", 1.5), ("n1", -0.5), ("n2", -0.4), ("n3", -0.6)):
+    ...         ranker.update(NormalizedTask(f"j{i}", node, 0, node, 60_000_000 * i, 1, z + 0.01 * (i % 3)))
+    >>> delta = ranker.decide(now_us=1_500_000_000)
+    >>> delta.version, [entry.node_id for entry in delta.added]
+    (1, ['n0'])
+    >>> ranker.blacklist.node_ids
+    frozenset({'n0'})
+    >>> ranker.decide(now_us=1_800_000_000) is None  # same evidence, no change
+    True
+    """
+
+    def __init__(self, config: RankingConfig | None = None) -> None:
+        self.config = config if config is not None else RankingConfig()
+        self._windows = NodeWindows(self.config.window_size_us, self.config.period_us, self.config.confidence)
+        self._policy = BlacklistPolicy(self.config)
+        self._book = BlacklistBook(self.config.cluster_id, self.config.policy)
+
+    @property
+    def blacklist(self) -> BlacklistSnapshot:
+        """The current blacklist (version of the last delta, 0 before any)."""
+        return self._book.snapshot
+
+    @property
+    def late_samples(self) -> int:
+        """Samples dropped because they were older than the window when they arrived."""
+        return self._windows.late_samples
+
+    def update(self, sample: NormalizedTask) -> None:
+        """Add one node sample (a later sample of the same job and task replaces the earlier one)."""
+        self._windows.update(sample)
+
+    def rank(self, now_us: int) -> Ranking:
+        """Statistics, level and verdict of every node in the window ending at the period boundary
+        at or before ``now_us``; the blacklist itself is unchanged (see ``decide``)."""
+        start, end = self._windows.advance(now_us)
+        stats = self._windows.stats()
+        levels = pcores_levels(
+            {node: (s.ci_low, s.ci_high) for node, s in stats.items()
+             if s.ci_low is not None and s.ci_high is not None}
+        )
+        verdicts = self._policy.judge(stats, levels, self._book.listed, (start, end))
+        rows = [
+            NodeRank(node, stats.get(node), levels.get(node), v.eligible, v.blacklisted, v.reason)
+            for node, v in verdicts.items()
+        ]
+        rows.sort(key=lambda row: (row.level is None, row.level, row.node_id))
+        return Ranking(start, end, self.config.policy, tuple(rows), self.config.cap(len(stats)))
+
+    def decide(self, now_us: int) -> BlacklistDelta | None:
+        """Rank, then move the blacklist to the verdicts; return the delta, None when nothing changed."""
+        return self._book.apply(self.rank(now_us))
+
+    def decide_ranking(self, now_us: int) -> tuple[Ranking, BlacklistDelta | None]:
+        """Like ``decide``, also returning the ranking behind it (for ``node-scores`` and reports)."""
+        ranking = self.rank(now_us)
+        return ranking, self._book.apply(ranking)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state as plain JSON-able data."""
+        return {"version": SNAPSHOT_VERSION, "windows": self._windows.snapshot(), "book": self._book.state()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from a ``snapshot()``; a snapshot of another version raises ValueError (cold start)."""
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown NodeRanker snapshot version {state.get('version')!r}")
+        self._windows.restore(state["windows"])
+        self._book.load(state["book"])

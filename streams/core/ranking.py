@@ -1,0 +1,71 @@
+"""The result of ranking one window: statistics, P-Cores level and verdict of every node.
+
+>>> from streams.core.windows import summarize
+>>> row = NodeRank("n1", summarize("n1", [0.5, 0.7]), level=0, eligible=False, blacklisted=False,
+...                reason="too few samples: n=2 < min_tasks 5")
+>>> ranking = Ranking(0, 3_600_000_000, "pcores", nodes=(row,), cap=0)
+>>> ranking.blacklist, ranking.node_scores()[0].n
+(frozenset(), 2)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.core.events import BlacklistEntry, NodeScore
+from streams.core.windows import NodeStats
+
+# BlacklistEntry.level of a node that has no P-Cores level (a deny-listed node with < 2 samples).
+UNRANKED = -1
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRank:
+    """One node in one window; ``stats`` is None for a deny-listed node with no sample in it."""
+
+    node_id: str
+    stats: NodeStats | None
+    level: int | None
+    eligible: bool
+    blacklisted: bool
+    reason: str
+
+    def entry(self) -> BlacklistEntry:
+        """This node as a blacklist entry, its statistics and reason travelling with it."""
+        s = self.stats
+        level = UNRANKED if self.level is None else self.level
+        if s is None:
+            return BlacklistEntry(self.node_id, level, 0, 0.0, 0.0, None, None, self.reason)
+        return BlacklistEntry(self.node_id, level, s.n, s.mean, s.std, s.ci_low, s.ci_high, self.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Every node of the window ``[window_start_us, window_end_us)``, ordered by level then node id."""
+
+    window_start_us: int
+    window_end_us: int
+    policy: str
+    nodes: tuple[NodeRank, ...]
+    cap: int
+
+    @property
+    def blacklist(self) -> frozenset[str]:
+        return frozenset(row.node_id for row in self.nodes if row.blacklisted)
+
+    @property
+    def ranked(self) -> tuple[NodeRank, ...]:
+        """The nodes with samples in the window (deny-listed absentees left out)."""
+        return tuple(row for row in self.nodes if row.stats is not None)
+
+    def by_node(self) -> dict[str, NodeRank]:
+        return {row.node_id: row for row in self.nodes}
+
+    def node_scores(self) -> list[NodeScore]:
+        """The ``node-scores`` records of this window, one per node with samples."""
+        return [
+            NodeScore(row.node_id, self.window_start_us, self.window_end_us, s.n, s.mean, s.std,
+                      s.ci_low, s.ci_high, s.normalized_count)
+            for row in self.nodes
+            if (s := row.stats) is not None
+        ]

@@ -1,0 +1,206 @@
+"""Per-job normalised execution values (DSB eq. 1, ML-NA eq. 1) with SPEC 3's finalisation rules.
+
+A task's z-value is ``(D_i - mean_j) / std_j`` over the durations of its job's SUCCEEDED attempts,
+``std_j`` the population standard deviation. A job's values are final when the job is final: a
+``JobFinish``, all declared tasks succeeded, or no event for the job during ``job_idle_timeout_us``
+of event time. Values emitted then equal the batch formula (computed with numpy) exactly.
+
+With ``provisional=True`` each success is also scored at once against the job's running mean and
+std (Welford) and marked provisional; the final value of the same task replaces it downstream.
+
+Only the first SUCCEEDED attempt of a task id counts (a re-run of a finished task would otherwise
+weigh twice); failed, killed, evicted and lost attempts never count. Events of a job that is already
+final are counted in ``late_events`` and otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from streams.core.events import Event, JobFinish, JobStart, NormalizedTask, TaskFinish
+
+SNAPSHOT_VERSION = 1
+
+
+@dataclass(slots=True)
+class _Success:
+    task_id: str
+    attempt: int
+    node_id: str
+    ts_us: int
+    duration_us: int
+
+
+@dataclass(slots=True)
+class _Job:
+    last_ts_us: int
+    declared_tasks: int | None = None
+    successes: dict[str, _Success] = field(default_factory=dict)
+    # Welford running moments, only used for provisional values.
+    count: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+
+class JobNormalizer:
+    """Turn task and job events into NormalizedTask samples, one job at a time.
+
+    >>> from streams.core.events import Status
+    >>> normalizer = JobNormalizer(job_idle_timeout_us=3_600_000_000)
+    >>> events = [TaskFinish("j", f"t{i}", 0, f"n{i}", 10 + d, d, Status.SUCCEEDED) for i, d in
+    ...           enumerate([10, 20, 30])]
+    >>> [normalizer.update(e) for e in events]
+    [[], [], []]
+    >>> [round(s.z, 4) for s in normalizer.update(JobFinish("j", ts_us=100))]
+    [-1.2247, 0.0, 1.2247]
+    """
+
+    def __init__(self, job_idle_timeout_us: int = 3_600_000_000, provisional: bool = False) -> None:
+        if job_idle_timeout_us <= 0:
+            raise ValueError(f"job_idle_timeout_us must be positive, got {job_idle_timeout_us}")
+        self.job_idle_timeout_us = job_idle_timeout_us
+        self.provisional = provisional
+        self._jobs: dict[str, _Job] = {}
+        self._finished: dict[str, int] = {}  # job id -> event time it became final
+        self._finished_order: list[tuple[int, str]] = []  # heap over _finished, to forget in time order
+        self._idle: list[tuple[int, str]] = []  # (last_ts_us, job id); stale entries are skipped
+        self._watermark = -1
+        self.late_events = 0
+
+    @property
+    def open_jobs(self) -> int:
+        return len(self._jobs)
+
+    def update(self, event: Event) -> list[NormalizedTask]:
+        """Take one event; return the samples it made available (and those of jobs it made idle)."""
+        out: list[NormalizedTask] = []
+        self._watermark = max(self._watermark, event.ts_us)
+        if event.job_id in self._finished:
+            self.late_events += 1
+        else:
+            out.extend(self._apply(event))
+        out.extend(self.expire(self._watermark))
+        return out
+
+    def expire(self, now_us: int) -> list[NormalizedTask]:
+        """Finalise every job with no event in ``job_idle_timeout_us`` before ``now_us``."""
+        out: list[NormalizedTask] = []
+        while self._idle and self._idle[0][0] + self.job_idle_timeout_us <= now_us:
+            last_ts, job_id = heapq.heappop(self._idle)
+            job = self._jobs.get(job_id)
+            if job is not None and job.last_ts_us == last_ts:
+                out.extend(self._finalise(job_id, last_ts + self.job_idle_timeout_us))
+        self._forget_finished(now_us)
+        return out
+
+    def flush(self) -> list[NormalizedTask]:
+        """Finalise every open job (end of a finite trace)."""
+        out: list[NormalizedTask] = []
+        for job_id in sorted(self._jobs, key=lambda j: (self._jobs[j].last_ts_us, j)):
+            out.extend(self._finalise(job_id, self._jobs[job_id].last_ts_us))
+        self._idle.clear()
+        return out
+
+    # --- state life cycle ----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Plain JSON-able state; ``restore`` of it continues exactly where this left off."""
+        return {
+            "version": SNAPSHOT_VERSION,
+            "watermark": self._watermark,
+            "late_events": self.late_events,
+            "finished": sorted(self._finished.items()),
+            "jobs": [
+                [job_id, job.last_ts_us, job.declared_tasks, job.count, job.mean, job.m2,
+                 [[s.task_id, s.attempt, s.node_id, s.ts_us, s.duration_us] for s in job.successes.values()]]
+                for job_id, job in self._jobs.items()
+            ],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Replace the state by ``state`` from ``snapshot``; a different version raises ValueError."""
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown JobNormalizer snapshot version {state.get('version')!r}")
+        self._watermark = int(state["watermark"])
+        self.late_events = int(state["late_events"])
+        self._finished = {str(job): int(ts) for job, ts in state["finished"]}
+        self._finished_order = [(ts, job) for job, ts in self._finished.items()]
+        heapq.heapify(self._finished_order)
+        self._jobs = {}
+        for job_id, last_ts, declared, count, mean, m2, successes in state["jobs"]:
+            job = _Job(int(last_ts), declared, count=int(count), mean=float(mean), m2=float(m2))
+            for task_id, attempt, node_id, ts_us, duration_us in successes:
+                job.successes[task_id] = _Success(
+                    task_id, int(attempt), node_id, int(ts_us), int(duration_us)
+                )
+            self._jobs[job_id] = job
+        self._idle = [(job.last_ts_us, job_id) for job_id, job in self._jobs.items()]
+        heapq.heapify(self._idle)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _apply(self, event: Event) -> list[NormalizedTask]:
+        job = self._jobs.get(event.job_id)
+        if job is None:
+            job = self._jobs[event.job_id] = _Job(event.ts_us)
+        if event.ts_us >= job.last_ts_us:
+            job.last_ts_us = event.ts_us
+            heapq.heappush(self._idle, (event.ts_us, event.job_id))
+        if isinstance(event, JobFinish):
+            return self._finalise(event.job_id, event.ts_us)
+        if isinstance(event, JobStart):
+            job.declared_tasks = event.declared_tasks
+        elif isinstance(event, TaskFinish) and event.succeeded and event.task_id not in job.successes:
+            job.successes[event.task_id] = _Success(
+                event.task_id, event.attempt, event.node_id, event.ts_us, event.duration_us
+            )
+            provisional = self._provisional(event.job_id, job, job.successes[event.task_id])
+            if job.declared_tasks is not None and len(job.successes) >= job.declared_tasks:
+                return self._finalise(event.job_id, event.ts_us)
+            return provisional
+        return []
+
+    def _provisional(self, job_id: str, job: _Job, success: _Success) -> list[NormalizedTask]:
+        job.count += 1
+        delta = success.duration_us - job.mean
+        job.mean += delta / job.count
+        job.m2 += delta * (success.duration_us - job.mean)
+        if not self.provisional or job.count < 2 or job.m2 <= 0.0:
+            return []
+        z = (success.duration_us - job.mean) / math.sqrt(job.m2 / job.count)
+        return [_sample(job_id, success, z, provisional=True)]
+
+    def _finalise(self, job_id: str, final_ts_us: int) -> list[NormalizedTask]:
+        job = self._jobs.pop(job_id)
+        self._finished[job_id] = final_ts_us
+        heapq.heappush(self._finished_order, (final_ts_us, job_id))
+        successes = sorted(job.successes.values(), key=lambda s: (s.ts_us, s.task_id))
+        if len(successes) < 2:
+            return []
+        durations = np.array([s.duration_us for s in successes], dtype=np.float64)
+        mean = float(np.mean(durations))
+        std = float(np.std(durations))
+        if std == 0.0:
+            return []
+        return [_sample(job_id, s, (s.duration_us - mean) / std) for s in successes]
+
+    def _forget_finished(self, now_us: int) -> None:
+        # A final job is remembered for one more timeout so that its stragglers count as late,
+        # not as a new job of one task; then it is forgotten to bound memory.
+        horizon = now_us - self.job_idle_timeout_us
+        while self._finished_order and self._finished_order[0][0] < horizon:
+            ts, job_id = heapq.heappop(self._finished_order)
+            if self._finished.get(job_id) == ts:
+                del self._finished[job_id]
+
+
+def _sample(job_id: str, success: _Success, z: float, provisional: bool = False) -> NormalizedTask:
+    return NormalizedTask(
+        job_id, success.task_id, success.attempt, success.node_id, success.ts_us, success.duration_us,
+        float(z), provisional,
+    )
