@@ -1,0 +1,352 @@
+"""`laggard adapter file|yarn|k8s|webhook`: apply blacklist changes from Kafka to a scheduler (SPEC 5)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+from laggard.commands.options import bootstrap_option, settings_with
+from laggard.errors import UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
+NOT_IN_SYNC = 3
+
+
+@click.group()
+def adapter() -> None:
+    """Apply blacklist changes to a scheduler.
+
+    Each adapter reads the latest snapshot of its cluster from `blacklist-snapshot`, applies it, then
+    follows `blacklist-deltas`. Its state file (last applied version and set) makes restarts apply nothing
+    twice. A change that would blacklist more than --max-fraction of the known nodes is refused as a whole.
+
+    Known nodes: for k8s, the nodes the API lists; for the others, --known-nodes (a count or a file of
+    node names) together with every node seen in snapshots and deltas. Without --known-nodes the file,
+    yarn and webhook adapters need --max-fraction 1 (no cap), since blacklist records name only
+    blacklisted nodes.
+
+    With --once the adapter exits 0 when in sync with the latest version, 3 when a change was refused,
+    failed, or could not be reached (the state stays at the last applied version).
+    """
+
+
+def common_options(func: F) -> F:
+    options = [
+        bootstrap_option,
+        click.option(
+            "--cluster-id",
+            default=None,
+            help="Cluster whose blacklist to follow [default: setting LAGGARD_CLUSTER_ID, 'default']",
+        ),
+        click.option(
+            "--dry-run", is_flag=True, help="Log the actions without taking them (no state written)."
+        ),
+        click.option(
+            "--max-fraction",
+            type=click.FloatRange(0, 1, min_open=True),
+            default=None,
+            help="Refuse a change that blacklists more than this fraction of the known nodes "
+            "[default: setting LAGGARD_MAX_FRACTION, 0.1]",
+        ),
+        click.option(
+            "--known-nodes",
+            metavar="N|FILE",
+            default=None,
+            help="Cluster size, or a file of node names (one per line), for the cap.",
+        ),
+        click.option(
+            "--state-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Where the applied version and set are kept [default: .laggard/adapters/KIND-CLUSTER.json]",
+        ),
+        click.option("--once", is_flag=True, help="Apply what is on the topics now, then exit."),
+        click.option(
+            "--retry-wait",
+            type=click.FloatRange(0),
+            default=5.0,
+            show_default=True,
+            help="Seconds before a failed change is tried again (doubling, up to 10x).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="With --once: print the outcome as JSON."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@adapter.command()
+@common_options
+@click.option(
+    "--path",
+    "path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The blacklist file: one node per line, replaced atomically.",
+)
+def file(path: Path, **common: Any) -> None:
+    """Keep a plain file of blacklisted node names."""
+    from adapters.file import FileApplier
+
+    _run("file", lambda cluster_id, dry_run: FileApplier(path, dry_run=dry_run), **common)
+
+
+@adapter.command()
+@common_options
+@click.option(
+    "--exclude-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The ResourceManager's yarn.resourcemanager.nodes.exclude-path file.",
+)
+@click.option(
+    "--exclude-format",
+    type=click.Choice(["plain", "xml"]),
+    default=None,
+    help="Hadoop reads a *.xml file as XML, any other as plain [default: from the file name]",
+)
+@click.option(
+    "--refresh-command",
+    default="yarn rmadmin -refreshNodes",
+    show_default=True,
+    help="Run after each change of the exclude file; empty to run nothing.",
+)
+@click.option(
+    "--health-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep one flag file per blacklisted node here for scripts/yarn-health-check.",
+)
+def yarn(
+    exclude_file: Path | None,
+    exclude_format: str | None,
+    refresh_command: str,
+    health_dir: Path | None,
+    **common: Any,
+) -> None:
+    """Exclude nodes in YARN (exclude file + refresh) and/or flag them for the NodeManager health script."""
+    from adapters.yarn import YarnApplier
+
+    if exclude_file is None and health_dir is None:
+        raise click.UsageError("give --exclude-file, --health-dir, or both")
+
+    def make(cluster_id: str, dry_run: bool) -> Any:
+        try:
+            return YarnApplier(
+                exclude_file,
+                exclude_format,
+                refresh_command or None,  # type: ignore[arg-type]
+                health_dir,
+                dry_run=dry_run,
+            )
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+
+    _run("yarn", make, **common)
+
+
+@adapter.command()
+@common_options
+@click.option(
+    "--taint",
+    default="laggard.io/slow=true:NoSchedule",
+    show_default=True,
+    metavar="KEY=VALUE:EFFECT",
+    help="The taint laggard adds to blacklisted nodes.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Kubeconfig file [default: in-cluster service account, else ~/.kube/config]",
+)
+@click.option("--context", default=None, help="Kubeconfig context [default: its current context]")
+def k8s(taint: str, kubeconfig: Path | None, context: str | None, **common: Any) -> None:
+    """Taint blacklisted Kubernetes nodes; remove only the taints laggard added."""
+    from adapters.k8s import K8sApplier, Taint
+
+    try:
+        parsed = Taint.parse(taint)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--taint") from exc
+    api = _kubernetes_api(kubeconfig, context)
+    _run("k8s", lambda cluster_id, dry_run: K8sApplier(api, cluster_id, parsed, dry_run=dry_run), **common)
+
+
+@adapter.command()
+@common_options
+@click.option("--url", required=True, help="Endpoint that receives each change as a JSON POST.")
+@click.option(
+    "--attempts",
+    type=click.IntRange(1),
+    default=5,
+    show_default=True,
+    help="POSTs per change before the consumer waits --retry-wait and starts over.",
+)
+@click.option(
+    "--backoff",
+    type=click.FloatRange(0),
+    default=0.5,
+    show_default=True,
+    help="Seconds before the second POST; doubles each time, at most 30.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for the endpoint's answer.",
+)
+def webhook(url: str, attempts: int, backoff: float, timeout: float, **common: Any) -> None:
+    """POST each blacklist change as JSON, never losing one while the endpoint is down."""
+    from adapters.webhook import WebhookApplier
+
+    if not url.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{url!r} is not an http:// or https:// URL", param_hint="--url")
+    _run(
+        "webhook",
+        lambda cluster_id, dry_run: WebhookApplier(
+            url, attempts=attempts, backoff_s=backoff, timeout_s=timeout, dry_run=dry_run
+        ),
+        **common,
+    )
+
+
+def _run(
+    kind: str,
+    make_applier: Callable[[str, bool], Any],
+    *,
+    bootstrap: str | None,
+    cluster_id: str | None,
+    dry_run: bool,
+    max_fraction: float | None,
+    known_nodes: str | None,
+    state_file: Path | None,
+    once: bool,
+    retry_wait: float,
+    as_json: bool,
+) -> None:
+    from adapters import statefile
+    from adapters.consumer import BlacklistConsumer, TopicMissing
+    from adapters.follower import Follower
+    from streams.errors import BrokerUnavailable
+
+    _setup_logging()
+    if as_json and not once:
+        raise click.UsageError("--json needs --once")
+    settings = settings_with(bootstrap, cluster_id=cluster_id, max_fraction=max_fraction)
+    cluster = settings.cluster_id
+    applier = make_applier(cluster, dry_run)
+    known = _known_nodes(known_nodes)
+    if known is None and settings.max_fraction < 1 and kind != "k8s":
+        raise UserError(
+            f"the cap of {settings.max_fraction:g} of the known nodes needs the cluster size: pass "
+            "--known-nodes N|FILE, or --max-fraction 1 to accept any blacklist size"
+        )
+    path = state_file or Path(".laggard/adapters") / f"{kind}-{cluster}.json"
+    saved = statefile.load(path, cluster)
+    follower = Follower(cluster, settings.max_fraction, known, saved.follower)
+    stopping: list[bool] = []
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    consumer = BlacklistConsumer(
+        settings,
+        follower,
+        applier,
+        path,
+        saved.offsets,
+        dry_run=dry_run,
+        retry_wait_s=retry_wait,
+        stop=lambda: bool(stopping),
+    )
+    try:
+        outcome = consumer.run(once=once)
+    except BrokerUnavailable as exc:
+        raise UserError(str(exc)) from exc
+    except TopicMissing as exc:
+        raise UserError(str(exc)) from exc
+    except KeyboardInterrupt:
+        logging.getLogger("laggard.adapters").info(
+            "interrupted: state kept at version %s", follower.state.version
+        )
+        return
+    summary = (
+        f"cluster {cluster}: version {outcome.version}, {len(outcome.blacklist)} node(s) blacklisted; "
+        f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
+    )
+    click.echo(summary + ("" if outcome.in_sync else " (NOT in sync)"), err=True)
+    if as_json:
+        click.echo(
+            orjson.dumps(
+                {
+                    **asdict(outcome),
+                    "in_sync": outcome.in_sync,
+                    "cluster_id": cluster,
+                    "adapter": kind,
+                    "dry_run": dry_run,
+                }
+            ).decode()
+        )
+    if once and not outcome.in_sync:
+        sys.exit(NOT_IN_SYNC)
+
+
+def _known_nodes(value: str | None) -> int | frozenset[str] | None:
+    if value is None:
+        return None
+    if value.isdigit():
+        return int(value)
+    path = Path(value)
+    if not path.is_file():
+        raise click.BadParameter(
+            f"{value!r} is neither a node count nor a readable file", param_hint="--known-nodes"
+        )
+    names = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return frozenset(name for name in names if name)
+
+
+def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
+    from kubernetes import client, config
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if kubeconfig is not None:
+            config.load_kube_config(config_file=str(kubeconfig), context=context)
+        else:
+            try:
+                config.load_incluster_config()
+            except ConfigException:
+                config.load_kube_config(context=context)
+    except (ConfigException, OSError) as exc:
+        raise UserError(
+            f"no Kubernetes configuration ({exc}): pass --kubeconfig FILE or run in a pod"
+        ) from exc
+    return client.CoreV1Api()
+
+
+def _setup_logging() -> None:
+    logger = logging.getLogger("laggard.adapters")
+    for old in list(logger.handlers):  # a second run in one process (tests) logs to the current stderr
+        logger.removeHandler(old)
+    handler: logging.Handler
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=Console(stderr=True), show_path=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
