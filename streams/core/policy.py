@@ -192,10 +192,10 @@ def _why_slow(s: NodeStats, depth: int, config: RankingConfig, note: str) -> str
     assert s.ci_low is not None and s.ci_high is not None
     floor = config.significance_floor
     reason = (
-        f"level 0 of {depth}: over {s.n} tasks its z-values average {s.mean:+.2f} (std {s.std:.2f}); "
-        f"with {config.confidence:.0%} confidence its tasks run {s.ci_low:+.2f} to {s.ci_high:+.2f} job "
-        f"standard deviations beside their siblings"
+        f"level 0 of {depth} (nothing clearly slower): its {s.n} tasks ran {s.mean:+.2f} job standard "
+        f"deviations from their jobs' means on average (std {s.std:.2f}), {config.confidence:.0%} "
+        f"interval [{s.ci_low:+.2f}, {s.ci_high:+.2f}]"
     )
     if floor is not None:
-        reason += f", clearly above the floor {floor:g}"
+        reason += f" clearly above the significance floor {floor:g}"
     return reason + (f"; {note}" if note else "")

@@ -1,0 +1,285 @@
+"""``laggard rank``: rank the nodes of a task file by P-Cores and show the blacklist (SPEC 3).
+
+The whole file is one window: every task's z-value against its job's other successful tasks, every
+node's statistics and interval, its P-Cores level, and the blacklist the policy would issue.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from laggard.errors import UserError
+from streams.core.events import Event, Status, TaskFinish
+from streams.core.ranker import NodeRanker
+from streams.core.ranking import Ranking
+from streams.core.ranking_config import POLICIES, RankingConfig
+from streams.core.zscore import JobNormalizer
+from streams.settings import Settings
+
+REQUIRED = ("job_id", "task_id", "node_id", "start_us", "end_us", "status")
+MAX_EXAMPLES = 5
+MAX_TABLE_ROWS = 60
+_NEVER_US = 2**62  # the whole input is one window: no job goes idle, no sample expires
+
+
+@dataclass
+class ReadReport:
+    """What reading the input found: rows used, rows still running, bad rows with the first few."""
+
+    rows: int = 0
+    running: int = 0
+    bad: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def reject(self, line: int, reason: str) -> None:
+        self.bad += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(f"line {line}: {reason}")
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def read_task_csv(path: Path, report: ReadReport) -> list[TaskFinish]:
+    """The finished attempts of a CSV task table; bad rows are counted in ``report`` and skipped."""
+    if not path.is_file():
+        raise UserError(f"no such file: {path}" if not path.exists() else f"not a file: {path}")
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = [name.strip() for name in next(reader, [])]
+        missing = [name for name in REQUIRED if name not in header]
+        if missing:
+            raise UserError(f"{path}: missing column(s) {', '.join(missing)}; the header needs "
+                            f"{','.join(REQUIRED)}")
+        columns = {name: header.index(name) for name in (*REQUIRED, "attempt") if name in header}
+        return list(_finishes(reader, columns, len(header), report))
+
+
+def _finishes(rows: Iterable[list[str]], columns: dict[str, int], width: int,
+              report: ReadReport) -> Iterator[TaskFinish]:
+    for line, fields in enumerate(rows, start=2):
+        if not fields:
+            continue
+        if len(fields) != width:
+            report.reject(line, f"expected {width} fields, got {len(fields)}")
+            continue
+        try:
+            finish = _finish(fields, columns)
+        except ValueError as exc:
+            report.reject(line, str(exc))
+            continue
+        if finish is None:
+            report.running += 1
+        else:
+            report.rows += 1
+            yield finish
+
+
+def _finish(fields: list[str], columns: dict[str, int]) -> TaskFinish | None:
+    value = {name: fields[index].strip() for name, index in columns.items()}
+    status, end = value["status"].upper(), value["end_us"]
+    if status in ("", "RUNNING") and end == "":
+        return None  # still running: no duration yet
+    if status not in Status.__members__:
+        raise ValueError(f"unknown status {value['status']!r}")
+    if not value["job_id"] or not value["task_id"] or not value["node_id"]:
+        raise ValueError("empty job_id, task_id or node_id")
+    start, end_us = _integer(value["start_us"], "start_us"), _integer(end, "end_us")
+    attempt = _integer(value.get("attempt") or "0", "attempt")
+    if end_us < start:
+        raise ValueError(f"end_us {end_us} before start_us {start}")
+    return TaskFinish(value["job_id"], value["task_id"], attempt, value["node_id"], end_us, end_us - start,
+                      Status[status])
+
+
+def _integer(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} is not an integer: {text!r}") from None
+
+
+def read_trace(spec: str) -> Iterable[Event]:
+    """Events of ``--trace FORMAT:PATH`` from the trace readers of ``producers``."""
+    # --trace: the replayers own the formats; rank only needs their events.
+    try:
+        import producers
+    except ImportError:  # pragma: no cover - producers ships with laggard
+        producers = None  # type: ignore[assignment]
+    open_trace = getattr(producers, "open_trace", None)
+    if open_trace is None:
+        raise UserError("--trace needs the trace readers (producers.open_trace), which this build lacks; "
+                        "use --tasks FILE.csv")
+    try:
+        trace = open_trace(spec)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    return trace  # type: ignore[no-any-return]
+
+
+# --- ranking ------------------------------------------------------------------------------------
+
+
+def rank_events(events: Iterable[Event], config: RankingConfig) -> tuple[Ranking, int]:
+    """Rank every node over all ``events`` as one window; also return the number of z-values."""
+    normalizer = JobNormalizer(job_idle_timeout_us=_NEVER_US)
+    samples = [sample for event in events for sample in normalizer.update(event)]
+    samples += normalizer.flush()
+    if not samples:
+        return Ranking(0, 0, config.policy, (), 0), 0
+    first = min(s.ts_us for s in samples)
+    last = max(s.ts_us for s in samples)
+    whole = replace(config, window_size_us=last - first + 1, period_us=1)
+    ranker = NodeRanker(whole)
+    for sample in samples:
+        ranker.update(sample)
+    return ranker.rank(last + 1), len(samples)
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def ranking_document(ranking: Ranking) -> dict[str, Any]:
+    """The ``--json`` document: every ranked node and the blacklist."""
+    nodes = [
+        {"node_id": row.node_id, "n": s.n, "mean": s.mean, "std": s.std, "ci_low": s.ci_low,
+         "ci_high": s.ci_high, "level": row.level}
+        for row in ranking.nodes
+        if (s := row.stats) is not None
+    ]
+    return {"nodes": nodes, "blacklist": sorted(ranking.blacklist)}
+
+
+def print_ranking(ranking: Ranking, console: Console) -> None:
+    """Nodes by level, then the blacklist and why, for a person."""
+    ranked = ranking.ranked
+    levels = 1 + max((row.level for row in ranked if row.level is not None), default=-1)
+    console.print(f"[bold]{len(ranked)}[/] nodes ranked on [bold]{levels}[/] P-Cores levels, policy "
+                  f"{ranking.policy}, cap {ranking.cap} node(s)")
+    table = Table(title="Nodes by level (0 = slowest)", title_justify="left")
+    for name in ("level", "node", "n", "mean z", "std", "95% interval"):
+        table.add_column(name, justify="right" if name in ("n", "mean z", "std") else "left", no_wrap=True)
+    table.add_column("blacklist / why not", overflow="fold")
+    for row in ranked[:MAX_TABLE_ROWS]:
+        s = row.stats
+        assert s is not None
+        interval = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
+        # Above level 0 the level says it all; below, the guard that kept a node off matters.
+        note = "[bold red]BLACKLISTED[/]" if row.blacklisted else ("" if row.level else row.reason)
+        table.add_row("-" if row.level is None else str(row.level), row.node_id, str(s.n), f"{s.mean:+.3f}",
+                      f"{s.std:.3f}", interval, note)
+    console.print(table)
+    if len(ranked) > MAX_TABLE_ROWS:
+        console.print(f"... and {len(ranked) - MAX_TABLE_ROWS} more nodes (--json lists them all)")
+    listed = [row for row in ranking.nodes if row.blacklisted]
+    title = f"({len(listed)} node(s)):" if listed else "empty"
+    console.print(f"\n[bold]Blacklist[/] {title}")
+    for row in listed:
+        console.print(f"  [bold red]{row.node_id}[/]: {row.reason}")
+
+
+def _report_reading(report: ReadReport, source: str, samples: int, err: Console) -> None:
+    err.print(f"{source}: {report.rows} finished attempts, {report.running} still running, "
+              f"{report.bad} bad rows; {samples} z-values")
+    for example in report.examples:
+        err.print(f"  bad row, {example}")
+    if report.bad > len(report.examples):
+        err.print(f"  ... and {report.bad - len(report.examples)} more bad rows")
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+class FloorType(click.ParamType):
+    """A number, or ``none`` to disable the significance floor."""
+
+    name = "X|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, float) or value is None:
+            return value
+        if str(value).strip().lower() in ("none", "off"):
+            return "none"
+        try:
+            return float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)
+
+
+@click.command("rank")
+@click.option("--tasks", "tasks", type=click.Path(path_type=Path), metavar="FILE.csv",
+              help="task table with a header: job_id,task_id,node_id,start_us,end_us,status")
+@click.option("--trace", "trace", metavar="FORMAT:PATH",
+              help="rank straight from a trace in any format the replayers read")
+@click.option("--policy", type=click.Choice(POLICIES), default=None,
+              help="blacklist policy [default: pcores]")
+@click.option("--min-tasks", type=click.IntRange(min=1), default=None,
+              help="samples a node needs to be eligible [default: 5]")
+@click.option("--significance-floor", type=FloorType(), default=None,
+              help="ci_low must exceed it; 'none' disables [default: 0.25]")
+@click.option("--max-fraction", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="most nodes blacklisted, as a fraction of nodes seen [default: 0.1]")
+@click.option("--seed", type=int, default=None, help="seed of the top-k boundary draw [default: 0]")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document: nodes and blacklist")
+def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: int | None,
+         significance_floor: float | str | None, max_fraction: float | None, seed: int | None,
+         as_json: bool) -> None:
+    """Rank the nodes of a task file by P-Cores and show the blacklist.
+
+    The whole file is one window. Settings (LAGGARD_MIN_TASKS, LAGGARD_ALLOW_LIST, LAGGARD_DENY_LIST,
+    ...) apply; options override them.
+    """
+    if (tasks is None) == (trace is None):
+        raise click.UsageError("give exactly one of --tasks FILE.csv or --trace FORMAT:PATH")
+    config = _config(policy, min_tasks, significance_floor, max_fraction, seed)
+    err = Console(stderr=True)
+    started = time.perf_counter()
+    report = ReadReport()
+    events: Iterable[Event] = read_task_csv(tasks, report) if tasks is not None else read_trace(str(trace))
+    ranking, samples = rank_events(sorted(events, key=_event_order) if tasks is not None else events, config)
+    _report_reading(report, str(tasks or trace), samples, err)
+    err.print(f"ranked {len(ranking.ranked)} nodes, blacklisted {len(ranking.blacklist)} "
+              f"in {time.perf_counter() - started:.2f} s")
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps(ranking_document(ranking)) + b"\n")
+        sys.stdout.flush()
+    else:
+        print_ranking(ranking, Console())
+
+
+def _event_order(event: Event) -> tuple[int, str, str]:
+    return event.ts_us, event.job_id, getattr(event, "task_id", "")
+
+
+def _config(policy: str | None, min_tasks: int | None, floor: float | str | None,
+            max_fraction: float | None, seed: int | None) -> RankingConfig:
+    given: dict[str, Any] = {
+        "policy": policy, "min_tasks": min_tasks, "max_fraction": max_fraction, "seed": seed,
+    }
+    try:
+        settings = Settings(**{name: value for name, value in given.items() if value is not None})
+    except ValueError as exc:  # pydantic's ValidationError: a bad LAGGARD_* variable
+        raise UserError(f"invalid setting: {' '.join(str(exc).split())[:300]}") from exc
+    chosen_floor = settings.significance_floor
+    if floor is not None:
+        chosen_floor = None if floor == "none" else float(floor)
+    try:
+        return RankingConfig(
+            policy=settings.policy, min_tasks=settings.min_tasks, significance_floor=chosen_floor,
+            max_fraction=settings.max_fraction, min_dwell_periods=settings.min_dwell_periods,
+            allow_list=frozenset(settings.allow_list), deny_list=frozenset(settings.deny_list),
+            seed=settings.seed, cluster_id=settings.cluster_id,
+        )
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
