@@ -1,0 +1,205 @@
+"""Each applier on hand-made changes: file, YARN exclude file and flags, webhook; and the state file."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import os
+import stat
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import orjson
+import pytest
+
+from adapters import statefile
+from adapters.base import ApplyError, write_atomically
+from adapters.file import FileApplier
+from adapters.follower import Change, Follower, FollowerState
+from adapters.webhook import WebhookApplier
+from adapters.yarn import YarnApplier
+from streams.core.events import BlacklistDelta, BlacklistEntry, RemovedEntry
+
+
+def change(
+    after: set[str], added: tuple[str, ...] = (), removed: tuple[str, ...] = (), version: int = 1
+) -> Change:
+    entries = tuple(BlacklistEntry(n, 0, 9, 1.1, 0.2, 0.9, 1.3, f"{n} is slow") for n in added)
+    gone = tuple(RemovedEntry(n, f"{n} recovered") for n in removed)
+    record = BlacklistDelta("c1", version, 7, "pcores", 0, 1, entries, gone)
+    before = (frozenset(after) - set(added)) | set(removed)
+    return Change("c1", version, "delta", entries, gone, before, frozenset(after), record)
+
+
+# --- file -------------------------------------------------------------------------------------------------
+
+
+def test_file_applier_writes_one_node_per_line_and_replaces_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "blacklist.txt"
+    applier = FileApplier(path)
+    applier.apply(change({"n2", "n10"}, added=("n2", "n10")))
+    assert path.read_text() == "n10\nn2\n"
+    applier.apply(change(set(), removed=("n2", "n10"), version=2))
+    assert path.read_text() == ""
+    assert [p.name for p in tmp_path.iterdir()] == ["blacklist.txt"]  # no temporary file left behind
+
+
+def test_dry_run_touches_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "laggard.adapters")
+    FileApplier(tmp_path / "b.txt", dry_run=True).apply(change({"n1"}, added=("n1",)))
+    YarnApplier(tmp_path / "x.xml", refresh_command="false", health_dir=tmp_path / "h", dry_run=True).apply(
+        change({"n1"}, added=("n1",))
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert "would replace" in caplog.text and "would run false" in caplog.text
+
+
+def test_atomic_write_keeps_the_old_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "exclude"
+    path.write_text("old\n")
+    os.chmod(path, 0o640)
+    write_atomically(path, "new\n")
+    assert path.read_text() == "new\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    write_atomically(tmp_path / "fresh", "x")
+    assert stat.S_IMODE((tmp_path / "fresh").stat().st_mode) == 0o644  # readable by a ResourceManager
+
+
+# --- yarn -------------------------------------------------------------------------------------------------
+
+
+def test_yarn_xml_exclude_file_is_what_hadoop_reads(tmp_path: Path) -> None:
+    path = tmp_path / "yarn.exclude.xml"
+    YarnApplier(path, refresh_command=None).apply(change({"n1", "a&b"}, added=("n1", "a&b")))
+    root = ET.parse(path).getroot()
+    assert root.tag == "hosts"
+    assert sorted(host.findtext("name") for host in root.iter("host")) == ["a&b", "n1"]
+
+
+def test_yarn_plain_exclude_file_and_refresh_command_runs_after_each_change(tmp_path: Path) -> None:
+    path, calls = tmp_path / "yarn.exclude", tmp_path / "calls"
+    applier = YarnApplier(path, refresh_command=f"sh -c 'cat {path} >> {calls}'")
+    applier.apply(change({"n1"}, added=("n1",)))
+    applier.apply(change({"n1", "n2"}, added=("n2",), version=2))
+    assert path.read_text() == "n1\nn2\n"
+    assert calls.read_text() == "n1\n" + "n1\nn2\n"  # the command saw each new file
+
+
+def test_a_failing_refresh_command_is_an_apply_error_with_its_output(tmp_path: Path) -> None:
+    applier = YarnApplier(tmp_path / "ex", refresh_command="sh -c 'echo RM unreachable >&2; exit 4'")
+    with pytest.raises(ApplyError, match=r"status 4: RM unreachable"):
+        applier.apply(change({"n1"}, added=("n1",)))
+    with pytest.raises(ApplyError, match="could not run"):
+        YarnApplier(tmp_path / "ex", refresh_command="/nonexistent/yarn rmadmin").apply(change({"n1"}))
+
+
+def test_yarn_exclude_format_must_match_what_hadoop_will_read(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"reads yarn\.exclude as plain"):
+        YarnApplier(tmp_path / "yarn.exclude", exclude_format="xml")
+    with pytest.raises(ValueError, match="exclude file, a health directory"):
+        YarnApplier()
+
+
+def test_health_flags_follow_the_blacklist_and_spare_operator_files(tmp_path: Path) -> None:
+    health = tmp_path / "health"
+    health.mkdir()
+    (health / "n9").write_text("disk replaced, keep out\n")  # the operator's own flag
+    applier = YarnApplier(health_dir=health)
+    applier.apply(change({"n1", "n2"}, added=("n1", "n2")))
+    assert (health / "n1").read_text().startswith("laggard: n1 is slow")
+    applier.apply(change({"n2"}, removed=("n1",), version=2))
+    assert sorted(p.name for p in health.iterdir()) == ["n2", "n9"]
+
+
+def test_a_node_name_that_is_not_a_file_name_gets_no_flag(tmp_path: Path, caplog) -> None:
+    health = tmp_path / "health"
+    YarnApplier(health_dir=health).apply(change({"../evil", "n1"}, added=("../evil", "n1")))
+    assert sorted(p.name for p in health.iterdir()) == ["n1"]
+    assert not (tmp_path / "evil").exists()
+    assert "not a safe file name" in caplog.text
+
+
+# --- webhook ----------------------------------------------------------------------------------------------
+
+
+class Endpoint(http.server.BaseHTTPRequestHandler):
+    statuses: ClassVar[list[int]] = []
+    received: ClassVar[list[tuple[dict, str]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        status = self.statuses.pop(0) if self.statuses else 200
+        if status == 200:
+            self.received.append((orjson.loads(body), self.headers["Idempotency-Key"]))
+        self.send_response(status)
+        self.end_headers()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    Endpoint.statuses, Endpoint.received = [], []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    server.shutdown()
+    server.server_close()
+
+
+def test_webhook_posts_the_delta_as_json_after_retrying(endpoint: str) -> None:
+    Endpoint.statuses = [503, 500]
+    waits: list[float] = []
+    WebhookApplier(endpoint, attempts=3, backoff_s=0.5, sleep=waits.append).apply(
+        change({"n1"}, added=("n1",))
+    )
+    assert waits == [0.5, 1.0]
+    [(body, key)] = Endpoint.received
+    assert body["kind"] == "delta" and body["version"] == 1 and body["blacklist"] == ["n1"]
+    assert body["added"][0]["node_id"] == "n1" and body["added"][0]["reason"] == "n1 is slow"
+    assert key == "c1/delta/1"
+
+
+def test_webhook_that_stays_down_raises_so_the_version_does_not_advance(endpoint: str) -> None:
+    Endpoint.statuses = [503] * 5
+    with pytest.raises(ApplyError, match="failed 2 time"):
+        WebhookApplier(endpoint, attempts=2, sleep=lambda s: None).apply(change({"n1"}, added=("n1",)))
+    unreachable = "http://127.0.0.1:9/hook"  # discard port: nothing listens
+    with pytest.raises(ApplyError, match="failed 1 time"):
+        WebhookApplier(unreachable, attempts=1, timeout_s=2).apply(change({"n1"}))
+    assert Endpoint.received == []
+
+
+# --- state file -------------------------------------------------------------------------------------------
+
+
+def test_state_file_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "s" / "state.json"
+    follower = Follower("c1", known_nodes=10)
+    follower.commit(change({"n1", "n2"}, added=("n1", "n2"), version=4))
+    statefile.save(path, "c1", statefile.SavedState(follower.state, {0: 17}))
+    loaded = statefile.load(path, "c1")
+    assert loaded.follower == FollowerState(4, frozenset({"n1", "n2"}), frozenset({"n1", "n2"}))
+    assert loaded.offsets == {0: 17}
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"format": "laggard-adapter-state/0"}', b"[]"])
+def test_an_unusable_state_file_means_a_cold_start_with_a_warning(
+    tmp_path: Path, content: bytes, caplog
+) -> None:
+    path = tmp_path / "state.json"
+    path.write_bytes(content)
+    assert statefile.load(path, "c1") == statefile.SavedState()
+    assert "starting cold" in caplog.text
+
+
+def test_a_state_file_of_another_cluster_is_not_used(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "state.json"
+    statefile.save(path, "c2", statefile.SavedState(FollowerState(3, frozenset({"x"}))))
+    assert statefile.load(path, "c1").follower == FollowerState()
+    assert "belongs to cluster 'c2'" in caplog.text

@@ -1,0 +1,94 @@
+"""`laggard adapter ...` as a new user meets it: help, and one clear line for each mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, ["adapter", *args])
+
+
+@pytest.mark.parametrize("kind", ["file", "yarn", "k8s", "webhook"])
+def test_every_adapter_has_help_with_the_shared_options(kind: str) -> None:
+    result = invoke(kind, "--help")
+    assert result.exit_code == 0
+    for option in ("--bootstrap", "--cluster-id", "--dry-run", "--max-fraction", "--state-file", "--once"):
+        assert option in result.output
+
+
+def one_line_error(result) -> str:
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1, result.output
+    return errors[0]
+
+
+def test_without_a_cluster_size_the_cap_cannot_be_enforced(tmp_path: Path) -> None:
+    line = one_line_error(invoke("file", "--path", str(tmp_path / "b"), "--bootstrap", "127.0.0.1:1"))
+    assert "--known-nodes" in line and "--max-fraction 1" in line
+
+
+def test_known_nodes_must_be_a_count_or_a_file(tmp_path: Path) -> None:
+    result = invoke("file", "--path", str(tmp_path / "b"), "--known-nodes", str(tmp_path / "missing"))
+    assert "neither a node count nor a readable file" in one_line_error(result)
+
+
+def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
+    result = invoke(
+        "file",
+        "--path",
+        str(tmp_path / "b"),
+        "--known-nodes",
+        "10",
+        "--bootstrap",
+        "127.0.0.1:1",
+        "--once",
+        "--state-file",
+        str(tmp_path / "s.json"),
+    )
+    assert "no Kafka broker answers at 127.0.0.1:1" in one_line_error(result)
+    assert not (tmp_path / "b").exists()
+
+
+def test_yarn_needs_somewhere_to_write() -> None:
+    assert "--exclude-file, --health-dir" in one_line_error(invoke("yarn", "--known-nodes", "10"))
+
+
+def test_yarn_refuses_an_xml_format_hadoop_would_read_as_plain(tmp_path: Path) -> None:
+    result = invoke(
+        "yarn",
+        "--exclude-file",
+        str(tmp_path / "yarn.exclude"),
+        "--exclude-format",
+        "xml",
+        "--known-nodes",
+        "10",
+    )
+    assert "reads yarn.exclude as plain" in one_line_error(result)
+
+
+def test_k8s_rejects_a_malformed_taint() -> None:
+    assert "KEY=VALUE:EFFECT" in one_line_error(invoke("k8s", "--taint", "slow"))
+
+
+def test_k8s_without_any_configuration_says_how_to_give_one(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert "--kubeconfig" in one_line_error(invoke("k8s"))
+
+
+def test_webhook_needs_an_http_url() -> None:
+    assert "not an http:// or https:// URL" in one_line_error(invoke("webhook", "--url", "ftp://x"))
+
+
+def test_json_needs_once(tmp_path: Path) -> None:
+    result = invoke("file", "--path", str(tmp_path / "b"), "--json", "--max-fraction", "1")
+    assert "--json needs --once" in one_line_error(result)
