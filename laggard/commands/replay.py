@@ -1,0 +1,176 @@
+"""`laggard replay`: a trace as task and job events, to Kafka, to stdout as JSON lines, or nowhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import click
+import orjson
+
+from laggard.commands.options import bootstrap_option, settings_with
+from laggard.errors import UserError
+from producers.registry import FORMATS, Trace, open_trace
+from producers.sink import JsonLinesSink, KafkaSink, NullSink, Pacer, Sink
+from streams.core.events import Event
+from streams.errors import BrokerUnavailable
+
+_PROGRESS_EVERY = 2000
+
+_FORMATS_HELP = "\b\nFormats:\n" + "\n".join(f"  {name:18} {text}" for name, text in FORMATS.items())
+
+
+@click.command(epilog=_FORMATS_HELP)
+@click.option(
+    "--trace",
+    "spec",
+    required=True,
+    metavar="FORMAT:PATH",
+    help="The trace, e.g. google2011-events:DIR or synthetic:nodes=40,slow=3 (formats below).",
+)
+@bootstrap_option
+@click.option(
+    "--sink",
+    "sink_name",
+    type=click.Choice(["kafka", "stdout", "null"]),
+    default="kafka",
+    show_default=True,
+    help="kafka publishes; stdout writes JSON lines; null only counts (timing).",
+)
+@click.option(
+    "--speed",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="X",
+    help="Follow the trace's clock, X times faster [default: as fast as possible].",
+)
+@click.option(
+    "--max-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="N",
+    help="At most N events per second.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, metavar="N", help="Stop after N events.")
+@click.option("--json", "as_json", is_flag=True, help="Print one summary JSON document on stdout at the end.")
+def replay(
+    spec: str,
+    bootstrap: str | None,
+    sink_name: str,
+    speed: float | None,
+    max_rate: float | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """Replay a trace as task events (topic task-events) and job events (job-events), keyed by job id.
+
+    Events come in event-time order. Rows a reader cannot use are counted, and the first few are
+    reported with file and line; the replay goes on. A progress line runs on stderr.
+    """
+    _check_options(bootstrap, sink_name, speed, max_rate, as_json)
+    try:
+        trace = open_trace(spec)
+    except (ValueError, OSError) as exc:
+        raise UserError(_one_line(exc)) from None
+    sink = _make_sink(sink_name, bootstrap)
+    summary = _run(trace, sink, Pacer(speed, max_rate), limit)
+    summary["sink"] = sink_name
+    if isinstance(sink, KafkaSink):
+        summary["kafka"] = {"topics": [sink.task_topic, sink.job_topic], "acknowledged": sink.sent,
+                            "failed": sink.failed, "first_error": sink.first_error}  # fmt: skip
+    if as_json:
+        click.echo(orjson.dumps(summary).decode())
+    else:
+        _print_summary(summary)
+    if isinstance(sink, KafkaSink) and sink.failed:
+        raise UserError(f"{sink.failed} of {trace.events} events were not published: {sink.first_error}")
+
+
+def _check_options(
+    bootstrap: str | None, sink_name: str, speed: float | None, max_rate: float | None, as_json: bool
+) -> None:
+    if bootstrap and sink_name != "kafka":
+        raise click.UsageError("--bootstrap is for the kafka sink; drop it or drop --sink")
+    if speed is not None and max_rate is not None:
+        raise click.UsageError("give --speed or --max-rate, not both")
+    if as_json and sink_name == "stdout":
+        raise click.UsageError("--json and --sink stdout both write to stdout; use one of them")
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.strerror}: {exc.filename}"
+    return str(exc)
+
+
+def _make_sink(name: str, bootstrap: str | None) -> Sink:
+    if name == "null":
+        return NullSink()
+    if name == "stdout":
+        return JsonLinesSink(sys.stdout)
+    from streams import kafka_clients
+    from streams.serde import topics
+
+    settings = settings_with(bootstrap)
+    try:
+        kafka_clients.create_topics(settings, (topics.TASK_EVENTS, topics.JOB_EVENTS))
+        return KafkaSink(settings)
+    except BrokerUnavailable as exc:
+        raise UserError(str(exc)) from None
+
+
+def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str, Any]:
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    started = time.perf_counter()
+    interrupted = False
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        bar = progress.add_task(f"replaying {trace.format}", total=limit)
+        try:
+            for count, event in enumerate(_limited(trace, limit), start=1):
+                pacer.wait(event.ts_us)
+                sink.send(event)
+                if count % _PROGRESS_EVERY == 0:
+                    rate = count / max(time.perf_counter() - started, 1e-9)
+                    progress.update(bar, completed=count, description=f"{count:,} events, {rate:,.0f}/s")
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            sink.close()
+    seconds = time.perf_counter() - started
+    summary = trace.summary()
+    summary.update(seconds=round(seconds, 3), events_per_second=round(trace.events / max(seconds, 1e-9), 1))
+    summary["limit"] = limit
+    summary["interrupted"] = interrupted
+    return summary
+
+
+def _limited(trace: Trace, limit: int | None) -> Iterator[Event]:
+    for count, event in enumerate(trace, start=1):
+        yield event
+        if limit is not None and count >= limit:
+            return
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    err = click.get_text_stream("stderr")
+    click.echo(
+        f"{summary['events']:,} events ({summary['tasks']:,} task starts, {summary['jobs']:,} jobs) "
+        f"in {summary['seconds']:.1f} s, {summary['events_per_second']:,.0f} events/s",
+        file=err,
+    )
+    finished = ", ".join(f"{status} {count:,}" for status, count in summary["finished"].items())
+    click.echo(f"finishes: {finished or 'none'}", file=err)
+    click.echo(f"skipped: {summary['skipped']:,} {summary['skip_reasons'] or ''}", file=err)
+    click.echo(f"bad rows: {summary['bad_rows']:,}", file=err)
+    for bad in summary["bad_examples"]:
+        click.echo(f"  {bad['file']}:{bad['line']}: {bad['reason']}", file=err)
+    if "ground_truth" in summary:
+        click.echo(f"ground truth: {summary['ground_truth']}", file=err)
+    if "kafka" in summary:
+        kafka = summary["kafka"]
+        click.echo(f"kafka: {kafka['acknowledged']:,} acknowledged, {kafka['failed']:,} failed", file=err)
