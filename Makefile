@@ -53,7 +53,7 @@ integration: venv kafka-jars
 	$(LAGGARD) kafka start --port $$port --controller-port $$cport --data-dir $(TEST_DATA_DIR); \
 	trap '$(LAGGARD) kafka stop --port '"$$port"' --data-dir $(TEST_DATA_DIR)' EXIT; \
 	LAGGARD_BOOTSTRAP_SERVERS=127.0.0.1:$$port LAGGARD_TRACES_DIR=$(TRACES) LAGGARD_REQUIRE_BROKER=1 \
-	    $(VENV)/bin/pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers" tests/integration
+	    $(VENV)/bin/pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers --import-mode=importlib" tests/integration
 
 test: lint unit integration
 

@@ -7,12 +7,14 @@ stays fast and a command never pays for another's imports (Faust, River, matplot
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from typing import Any
 
 import click
 
-from laggard.errors import UserError
+from streams.errors import BrokerUnavailable
+
 
 # name -> (module, attribute, one-line help shown by `laggard --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -45,6 +47,8 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if not rows:
+            return
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -71,9 +75,9 @@ def main(argv: list[str] | None = None) -> Any:
         # Raised deep inside a reader for a path the user gave.
         click.echo(f"Error: {exc.strerror}: {exc.filename}", err=True)
         sys.exit(1)
-    except UserError as exc:  # pragma: no cover - click handles it in standalone mode
-        exc.show()
-        sys.exit(exc.exit_code)
+    except BrokerUnavailable as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

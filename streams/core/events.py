@@ -217,3 +217,16 @@ def validate(event: Event) -> str | None:
     if isinstance(event, JobStart) and event.declared_tasks is not None and event.declared_tasks < 0:
         return f"negative declared_tasks: {event.declared_tasks}"
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record that could not be decoded or was invalid; nothing is dropped silently."""
+
+    source_topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    reason: str
+    ts_us: int

@@ -1,0 +1,42 @@
+"""Options shared by several subcommands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from streams.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def bootstrap_option(func: F) -> F:
+    """``--bootstrap HOST:PORT``, falling back to the setting LAGGARD_BOOTSTRAP_SERVERS."""
+    return click.option(
+        "--bootstrap",
+        metavar="HOST:PORT",
+        default=None,
+        help="Kafka bootstrap servers [default: setting LAGGARD_BOOTSTRAP_SERVERS, else 127.0.0.1:9092]",
+    )(func)
+
+
+def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
+    """The settings object with command-line values on top of the environment."""
+    given = {key: value for key, value in overrides.items() if value is not None}
+    if bootstrap:
+        _check_address(bootstrap)
+        given["bootstrap_servers"] = bootstrap
+    try:
+        return Settings(**given)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        first = str(exc).splitlines()
+        raise click.UsageError("invalid setting: " + " ".join(line.strip() for line in first[1:3])) from exc
+
+
+def _check_address(bootstrap: str) -> None:
+    for address in bootstrap.split(","):
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise click.BadParameter(f"{address!r} is not HOST:PORT", param_hint="--bootstrap")

@@ -1,0 +1,249 @@
+"""A real single-node Apache Kafka broker (KRaft combined mode) on 127.0.0.1, for development, tests and CI.
+
+The jars come from Maven Central through ``kafka/pom.xml``; the broker runs as a Java process from them, so no
+Docker is needed. Each broker has its own data directory (default ``.laggard/kafka-<port>``) holding its
+configuration, storage, log and pid file, so several brokers can run side by side.
+
+``python -m laggard.kafka_local free-ports N`` prints N free TCP ports (used by ``make integration``).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STATE_DIR = REPO_ROOT / ".laggard"
+LIB_DIR = STATE_DIR / "kafka-lib"
+POM = REPO_ROOT / "kafka" / "pom.xml"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
+
+
+class KafkaLocalError(RuntimeError):
+    """Something the user can act on: the message says what."""
+
+
+@dataclass(frozen=True)
+class Broker:
+    port: int = 9092
+    controller_port: int = 9093
+    data_dir: Path | None = None
+    heap: str = "768m"
+
+    @property
+    def home(self) -> Path:
+        return (self.data_dir or STATE_DIR / f"kafka-{self.port}").resolve()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "broker.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "logs" / "server.log"
+
+
+def fetch_jars(quiet: bool = True) -> Path:
+    """Fetch the broker's jars with Maven once; later calls return at once."""
+    marker = LIB_DIR / ".fetched"
+    if marker.exists():
+        return LIB_DIR
+    LIB_DIR.mkdir(parents=True, exist_ok=True)
+    command = ["mvn", "-B", "-f", str(POM), DEPENDENCY_PLUGIN, "-DincludeScope=runtime",
+               f"-DoutputDirectory={LIB_DIR}"]
+    if quiet:
+        command.insert(2, "-q")
+    try:
+        subprocess.run(command, check=True)
+    except FileNotFoundError as exc:
+        raise KafkaLocalError("Maven (mvn) is not installed; it fetches the Kafka jars") from exc
+    except subprocess.CalledProcessError as exc:
+        raise KafkaLocalError(f"Maven could not fetch the Kafka jars (exit {exc.returncode})") from exc
+    marker.touch()
+    return LIB_DIR
+
+
+def _properties(broker: Broker) -> str:
+    home = broker.home
+    lines = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{broker.controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{broker.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(home / "data"),
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.partitions": "1",
+        "auto.create.topics.enable": "true",
+        "log.cleaner.backoff.ms": "1000",
+    }
+    return "".join(f"{key}={value}\n" for key, value in lines.items())
+
+
+def _log4j(broker: Broker) -> str:
+    return (
+        "log4j.rootLogger=INFO, file\n"
+        "log4j.appender.file=org.apache.log4j.FileAppender\n"
+        f"log4j.appender.file.File={broker.log_file}\n"
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        "log4j.logger.kafka=INFO\nlog4j.logger.org.apache.kafka=INFO\n"
+    )
+
+
+def _pid(broker: Broker) -> int | None:
+    try:
+        pid = int(broker.pid_file.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    # A stale pid file may name a recycled pid: only a Kafka JVM with our configuration counts.
+    if b"kafka.Kafka" not in cmdline or str(broker.home).encode() not in cmdline:
+        return None
+    if Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z"):
+        return None  # exited, waiting to be reaped
+    return pid
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
+    """True when a client can fetch cluster metadata from ``bootstrap``."""
+    from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
+
+    try:
+        client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
+    except (KafkaError, OSError):
+        return False
+    try:
+        client.list_topics()
+        return True
+    except (KafkaError, OSError):
+        return False
+    finally:
+        client.close()
+
+
+def status(broker: Broker) -> int | None:
+    """The pid of the running broker, or None."""
+    return _pid(broker)
+
+
+def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
+    """Start the broker (idempotent); returns (pid, started_now) once it answers a metadata request."""
+    pid = _pid(broker)
+    if pid is not None:
+        return pid, False
+    for port in (broker.port, broker.controller_port):
+        if _port_open(port):
+            raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
+    lib = fetch_jars()
+    home = broker.home
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    (home / "server.properties").write_text(_properties(broker))
+    (home / "log4j.properties").write_text(_log4j(broker))
+    cluster_file = home / "cluster.id"
+    if not cluster_file.exists():
+        cluster_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+    classpath = f"{lib}/*"
+    java_opts = ["-Xms256m", f"-Xmx{broker.heap}", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError",
+                 f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home / 'logs'}"]
+    subprocess.run(
+        ["java", *java_opts, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t",
+         cluster_file.read_text().strip(), "-c", str(home / "server.properties"), "--ignore-formatted"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    with open(home / "logs" / "stdout.log", "ab") as out:
+        process = subprocess.Popen(
+            ["java", *java_opts, "-cp", classpath, "kafka.Kafka", str(home / "server.properties")],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    broker.pid_file.write_text(str(process.pid))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            broker.pid_file.unlink(missing_ok=True)
+            raise KafkaLocalError(f"the broker exited with {process.returncode}; see {broker.log_file}")
+        if _port_open(broker.port) and answers_metadata(broker.bootstrap):
+            return process.pid, True
+        time.sleep(0.5)
+    stop(broker)
+    raise KafkaLocalError(f"the broker did not answer within {timeout_s:.0f} s; see {broker.log_file}")
+
+
+def stop(broker: Broker, timeout_s: float = 60.0) -> int | None:
+    """Stop the broker with SIGTERM (clean shutdown); SIGKILL only if it hangs. Returns the pid stopped."""
+    pid = _pid(broker)
+    if pid is None:
+        broker.pid_file.unlink(missing_ok=True)
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and _pid(broker) is not None:
+        _reap(pid)
+        time.sleep(0.2)
+    if _pid(broker) is not None:
+        print(f"broker {pid} ignored SIGTERM for {timeout_s:.0f} s; killing it", file=sys.stderr)
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        _reap(pid)
+    broker.pid_file.unlink(missing_ok=True)
+    return pid
+
+
+def _reap(pid: int) -> None:
+    # When this process started the broker it is our child: collect it so it does not linger as a zombie.
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "free-ports":
+        print(" ".join(str(port) for port in free_ports(int(sys.argv[2]))))
+    else:
+        print("usage: python -m laggard.kafka_local free-ports N", file=sys.stderr)
+        sys.exit(2)

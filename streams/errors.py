@@ -1,0 +1,13 @@
+"""Errors that reach the user as one line (the CLI catches them); kept free of heavy imports."""
+
+from __future__ import annotations
+
+
+class BrokerUnavailable(RuntimeError):
+    """No Kafka broker answered at the bootstrap address."""
+
+    def __init__(self, bootstrap: str, detail: str = "") -> None:
+        self.bootstrap = bootstrap
+        message = f"no Kafka broker answers at {bootstrap}"
+        message += " (start one with `laggard kafka start`, or pass --bootstrap HOST:PORT)"
+        super().__init__(message + (f": {detail}" if detail else ""))

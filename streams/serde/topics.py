@@ -1,0 +1,86 @@
+"""The one topic registry: each topic's name, key, value records, partitions and cleanup policy (SPEC 2).
+
+>>> TASK_EVENTS.key_for(TaskStart("j1", "t1", 0, "n1", 0))
+'j1'
+>>> [topic.name for topic in TOPICS if topic.compacted]
+['node-scores', 'blacklist-snapshot']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streams.core import events as ev
+from streams.core.events import TaskStart  # noqa: F401  (used by the doctest)
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A Kafka topic of laggard and the records it carries."""
+
+    name: str
+    key_field: str
+    value_types: tuple[type, ...]
+    partitions: int | None
+    compacted: bool = False
+    doc: str = ""
+
+    def key_for(self, record: Any, cluster_id: str = "default") -> str:
+        """The record's key on this topic (cluster id for the blacklist topics)."""
+        if self.key_field == "cluster_id":
+            return str(getattr(record, "cluster_id", cluster_id))
+        if self.key_field == "original":
+            raise ValueError("dead letters keep their original key")
+        return str(getattr(record, self.key_field))
+
+    def config(self) -> dict[str, str]:
+        if self.compacted:
+            # Keep the latest value per key; roll segments often so compaction can run on small topics.
+            return {"cleanup.policy": "compact", "segment.ms": "600000", "min.cleanable.dirty.ratio": "0.1"}
+        return {"cleanup.policy": "delete"}
+
+
+TASK_EVENTS = Topic(
+    "task-events", "job_id", (ev.TaskStart, ev.TaskCheckpoint, ev.TaskFinish), None,
+    doc="task starts, checkpoints and finishes from replayers or a real cluster",
+)
+JOB_EVENTS = Topic("job-events", "job_id", (ev.JobStart, ev.JobFinish), None, doc="job submissions and ends")
+NODE_SAMPLES = Topic(
+    "node-samples", "node_id", (ev.NormalizedTask,), None, doc="finished tasks' z-values, keyed by node"
+)
+STRAGGLER_PREDICTIONS = Topic(
+    "straggler-predictions", "job_id", (ev.StragglerPrediction,), None, doc="tasks flagged as stragglers"
+)
+NODE_SCORES = Topic(
+    "node-scores", "node_id", (ev.NodeScore,), None, compacted=True, doc="each node's window statistics"
+)
+# One cluster id is one key: a single partition keeps every delta of a cluster in order.
+BLACKLIST_DELTAS = Topic(
+    "blacklist-deltas", "cluster_id", (ev.BlacklistDelta,), 1, doc="blacklist changes adapters follow"
+)
+BLACKLIST_SNAPSHOT = Topic(
+    "blacklist-snapshot", "cluster_id", (ev.BlacklistSnapshot,), 1, compacted=True,
+    doc="full current blacklist; adapters resynchronise from it",
+)
+DEAD_LETTERS = Topic(
+    "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"
+)
+
+TOPICS: tuple[Topic, ...] = (
+    TASK_EVENTS, JOB_EVENTS, NODE_SAMPLES, STRAGGLER_PREDICTIONS,
+    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, DEAD_LETTERS,
+)
+BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
+
+
+def topic_for(record: Any) -> Topic:
+    """The topic a record type is published to."""
+    for topic in TOPICS:
+        if type(record) in topic.value_types:
+            return topic
+    raise KeyError(f"no topic carries {type(record).__name__}")
+
+
+KeyFunction = Callable[[Any], str]
