@@ -15,7 +15,6 @@ import click
 
 from streams.errors import BrokerUnavailable
 
-
 # name -> (module, attribute, one-line help shown by `laggard --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("laggard.commands.demo", "demo", "Run a synthetic cluster in-process and write a report."),

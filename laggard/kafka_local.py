@@ -10,6 +10,7 @@ configuration, storage, log and pid file, so several brokers can run side by sid
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import socket
@@ -137,8 +138,9 @@ def _port_open(port: int) -> bool:
 
 def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
     """True when a client can fetch cluster metadata from ``bootstrap``."""
-    from kafka import KafkaAdminClient
     from kafka.errors import KafkaError
+
+    from kafka import KafkaAdminClient
 
     try:
         client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
@@ -222,10 +224,8 @@ def stop(broker: Broker, timeout_s: float = 60.0) -> int | None:
 
 def _reap(pid: int) -> None:
     # When this process started the broker it is our child: collect it so it does not linger as a zombie.
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def free_ports(count: int) -> list[int]:

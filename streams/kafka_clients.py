@@ -11,10 +11,10 @@ import socket
 import time
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from streams.errors import BrokerUnavailable
 from streams.serde.topics import TOPICS, Topic
 from streams.settings import Settings

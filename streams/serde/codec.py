@@ -30,6 +30,9 @@ from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 from streams.core import events as ev
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+# When a schema changes, its old version moves here (self-contained, one file per old version), so records that
+# old writers left on topics, compacted ones above all, still decode: they are resolved into the current schema.
+PREVIOUS_DIR = SCHEMA_DIR / "previous"
 NAMESPACE = "io.laggard"
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
@@ -72,7 +75,10 @@ def schema_path(name: str) -> Path:
 
 def fingerprint_of(parsed_schema: Any) -> bytes:
     """CRC-64-AVRO fingerprint of the Parsing Canonical Form, as the 8 little-endian bytes of the spec."""
-    value = int(fingerprint(to_parsing_canonical_form(parsed_schema), "CRC-64-AVRO"), 16)
+    # fastavro spells the fingerprint as the hex of its little-endian bytes (as the avro package does);
+    # tests/unit/serde checks this against an independent implementation of the spec's Rabin algorithm.
+    value = int.from_bytes(bytes.fromhex(fingerprint(to_parsing_canonical_form(parsed_schema), "CRC-64-AVRO")),
+                           "little")
     return struct.pack("<Q", value)
 
 
@@ -140,6 +146,17 @@ def _by_header() -> dict[bytes, RecordCodec]:
     return {codec_for(t).header: codec_for(t) for t in RECORD_TYPES}
 
 
+@cache
+def _previous_writers() -> dict[bytes, tuple[Any, RecordCodec]]:
+    by_name = {t.__name__: t for t in RECORD_TYPES}
+    writers: dict[bytes, tuple[Any, RecordCodec]] = {}
+    for path in sorted(PREVIOUS_DIR.glob("*.avsc")):
+        writer = load_schema(str(path))
+        current = codec_for(by_name[writer["name"].rsplit(".", 1)[-1]])
+        writers[MAGIC + fingerprint_of(writer)] = (writer, current)
+    return writers
+
+
 def encode(record: Any) -> bytes:
     """Single-object encoding of any laggard record dataclass."""
     codec = codec_for(type(record))
@@ -155,14 +172,18 @@ def decode(data: bytes | None) -> Any:
         raise DecodeError("empty value (tombstone or null)")
     if len(data) < HEADER_SIZE or data[:2] != MAGIC:
         raise DecodeError(f"not Avro single-object encoding (starts with {bytes(data[:2]).hex() or 'nothing'})")
-    codec = _by_header().get(bytes(data[:HEADER_SIZE]))
+    header = bytes(data[:HEADER_SIZE])
+    codec = _by_header().get(header)
+    writer = None if codec is None else codec.schema
+    if codec is None and header in _previous_writers():
+        writer, codec = _previous_writers()[header]
     if codec is None:
         raise DecodeError(f"unknown writer schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
     stream = io.BytesIO(data[HEADER_SIZE:])
     try:
-        body = fastavro.schemaless_reader(stream, codec.schema, None)
+        body = fastavro.schemaless_reader(stream, writer, None if writer is codec.schema else codec.schema)
         record = codec.from_dict(body)  # type: ignore[arg-type]
-    except Exception as exc:  # noqa: BLE001 - any failure inside Avro means a corrupt body
+    except Exception as exc:
         raise DecodeError(f"corrupt {codec.record_type.__name__} body: {type(exc).__name__}: {exc}") from exc
     if stream.tell() != len(data) - HEADER_SIZE:
         raise DecodeError(f"{len(data) - HEADER_SIZE - stream.tell()} trailing bytes after the record body")

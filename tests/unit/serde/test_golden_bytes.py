@@ -1,0 +1,48 @@
+"""One fixture per schema, pinned to the exact bytes on the wire.
+
+A change of these bytes breaks every consumer that decodes by fingerprint: if it is intended, regenerate with
+`LAGGARD_REGEN_GOLDEN=1 pytest tests/unit/serde/test_golden_bytes.py` and say why in the commit.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from streams.core import events as ev
+from streams.serde import codec
+
+GOLDEN = Path(__file__).parent / "golden"
+ENTRY = ev.BlacklistEntry("node-17", 0, 12, 1.25, 0.5, 0.93, 1.57, "slow: ci_low 0.93 > floor 0.25")
+FIXTURES: dict[type, object] = {
+    ev.TaskStart: ev.TaskStart("job-1", "7", 1, "node-17", 1_000_000, True, "map"),
+    ev.TaskCheckpoint: ev.TaskCheckpoint("job-1", "7", 1, "node-17", 2_000_000, 1_000_000, {"cpu": 0.5, "ev": 1.0}),
+    ev.TaskFinish: ev.TaskFinish("job-1", "7", 1, "node-17", 3_000_000, 2_000_000, ev.Status.EVICTED),
+    ev.JobStart: ev.JobStart("job-1", 0, 120),
+    ev.JobFinish: ev.JobFinish("job-1", 9_000_000),
+    ev.NormalizedTask: ev.NormalizedTask("job-1", "7", 1, "node-17", 3_000_000, 2_000_000, 1.5, False),
+    ev.NodeScore: ev.NodeScore("node-17", 0, 3_600_000_000, 12, 1.25, 0.5, 0.93, 1.57, 1.1),
+    ev.StragglerPrediction: ev.StragglerPrediction(
+        "job-1", "7", 1, "node-17", 2_000_000, 1_000_000, 4e6, 8e6, 6e6, 0.5, "nurd"
+    ),
+    ev.BlacklistEntry: ENTRY,
+    ev.RemovedEntry: ev.RemovedEntry("node-3", "no recent evidence"),
+    ev.BlacklistDelta: ev.BlacklistDelta(
+        "prod", 42, 3_600_000_000, "pcores", 0, 3_600_000_000, (ENTRY,), (ev.RemovedEntry("node-3", "recovered"),)
+    ),
+    ev.BlacklistSnapshot: ev.BlacklistSnapshot("prod", 42, 3_600_000_000, "pcores", 0, 3_600_000_000, (ENTRY,)),
+    ev.DeadLetter: ev.DeadLetter("task-events", 2, 1234, b"job-1", b"\x00garbage", "not Avro", 5_000_000),
+}
+
+
+@pytest.mark.parametrize("record_type", codec.RECORD_TYPES, ids=lambda t: t.__name__)
+def test_golden_bytes(record_type: type) -> None:
+    path = GOLDEN / f"{record_type.__name__}.hex"
+    data = codec.encode(FIXTURES[record_type])
+    if os.environ.get("LAGGARD_REGEN_GOLDEN"):
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(data.hex() + "\n")
+    assert data.hex() == path.read_text().strip()
+    assert codec.decode(bytes.fromhex(path.read_text().strip())) == FIXTURES[record_type]
