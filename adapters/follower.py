@@ -174,14 +174,10 @@ class Follower:
         applied = self.state.applied
         gone = {entry.node_id for entry in delta.removed}
         # A node both released and re-added in one delta ends on the list.
-        removed = tuple(
-            e for e in delta.removed if e.node_id in applied and e.node_id not in _ids(delta.added)
-        )
+        removed = tuple(e for e in delta.removed if e.node_id in applied and e.node_id not in _ids(delta.added))
         after = (applied - gone) | _ids(delta.added)
         added = tuple(e for e in delta.added if e.node_id not in applied)
-        return self._checked(
-            Change(self.cluster_id, delta.version, "delta", added, removed, applied, after, delta)
-        )
+        return self._checked(Change(self.cluster_id, delta.version, "delta", added, removed, applied, after, delta))
 
     def commit(self, change: Change) -> None:
         """Record that ``change`` was applied."""

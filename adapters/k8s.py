@@ -44,8 +44,7 @@ class Taint:
         key, _, value = key_value.partition("=")
         if not colon or not key or effect not in {"NoSchedule", "PreferNoSchedule", "NoExecute"}:
             raise ValueError(
-                f"taint {text!r} is not KEY=VALUE:EFFECT with EFFECT one of "
-                "NoSchedule, PreferNoSchedule, NoExecute"
+                f"taint {text!r} is not KEY=VALUE:EFFECT with EFFECT one of NoSchedule, PreferNoSchedule, NoExecute"
             )
         return cls(key, value, effect)
 
@@ -89,9 +88,7 @@ class K8sApplier:
         release = {entry.node_id for entry in change.removed}
         if change.source == "snapshot":
             release |= {
-                node.metadata.name
-                for node in self._list()
-                if _annotations(node).get(OWNER_ANNOTATION) == self.owner
+                node.metadata.name for node in self._list() if _annotations(node).get(OWNER_ANNOTATION) == self.owner
             } - change.after
         for node in sorted(change.after):
             self._guarded(node, self._taint_patch)
@@ -109,7 +106,7 @@ class K8sApplier:
         delay = self.backoff_s
         for attempt in range(1, self.attempts + 1):
             try:
-                node = self.api.read_node(name)
+                node: Any = self.api.read_node(name)
             except ApiException as exc:
                 if exc.status == 404:
                     log.warning("node %s is not in the Kubernetes API: nothing to do for it", name)

@@ -48,9 +48,7 @@ def load(path: Path, cluster_id: str) -> SavedState:
         )
         offsets = {int(partition): int(offset) for partition, offset in document["offsets"].items()}
     except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
-        log.warning(
-            "ignoring state file %s (%s): starting cold, resynchronising from the snapshot", path, exc
-        )
+        log.warning("ignoring state file %s (%s): starting cold, resynchronising from the snapshot", path, exc)
         return SavedState()
     return SavedState(follower, offsets)
 

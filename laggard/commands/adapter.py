@@ -47,9 +47,7 @@ def common_options(func: F) -> F:
             default=None,
             help="Cluster whose blacklist to follow [default: setting LAGGARD_CLUSTER_ID, 'default']",
         ),
-        click.option(
-            "--dry-run", is_flag=True, help="Log the actions without taking them (no state written)."
-        ),
+        click.option("--dry-run", is_flag=True, help="Log the actions without taking them (no state written)."),
         click.option(
             "--max-fraction",
             type=click.FloatRange(0, 1, min_open=True),
@@ -143,8 +141,8 @@ def yarn(
         try:
             return YarnApplier(
                 exclude_file,
-                exclude_format,
-                refresh_command or None,  # type: ignore[arg-type]
+                exclude_format,  # type: ignore[arg-type]  # click.Choice holds it to plain|xml
+                refresh_command or None,
                 health_dir,
                 dry_run=dry_run,
             )
@@ -275,9 +273,7 @@ def _run(
     except TopicMissing as exc:
         raise UserError(str(exc)) from exc
     except KeyboardInterrupt:
-        logging.getLogger("laggard.adapters").info(
-            "interrupted: state kept at version %s", follower.state.version
-        )
+        logging.getLogger("laggard.adapters").info("interrupted: state kept at version %s", follower.state.version)
         return
     summary = (
         f"cluster {cluster}: version {outcome.version}, {len(outcome.blacklist)} node(s) blacklisted; "
@@ -307,9 +303,7 @@ def _known_nodes(value: str | None) -> int | frozenset[str] | None:
         return int(value)
     path = Path(value)
     if not path.is_file():
-        raise click.BadParameter(
-            f"{value!r} is neither a node count nor a readable file", param_hint="--known-nodes"
-        )
+        raise click.BadParameter(f"{value!r} is neither a node count nor a readable file", param_hint="--known-nodes")
     names = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
     return frozenset(name for name in names if name)
 
@@ -327,9 +321,7 @@ def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
             except ConfigException:
                 config.load_kube_config(context=context)
     except (ConfigException, OSError) as exc:
-        raise UserError(
-            f"no Kubernetes configuration ({exc}): pass --kubeconfig FILE or run in a pod"
-        ) from exc
+        raise UserError(f"no Kubernetes configuration ({exc}): pass --kubeconfig FILE or run in a pod") from exc
     return client.CoreV1Api()
 
 

@@ -24,9 +24,7 @@ from adapters.yarn import YarnApplier
 from streams.core.events import BlacklistDelta, BlacklistEntry, RemovedEntry
 
 
-def change(
-    after: set[str], added: tuple[str, ...] = (), removed: tuple[str, ...] = (), version: int = 1
-) -> Change:
+def change(after: set[str], added: tuple[str, ...] = (), removed: tuple[str, ...] = (), version: int = 1) -> Change:
     entries = tuple(BlacklistEntry(n, 0, 9, 1.1, 0.2, 0.9, 1.3, f"{n} is slow") for n in added)
     gone = tuple(RemovedEntry(n, f"{n} recovered") for n in removed)
     record = BlacklistDelta("c1", version, 7, "pcores", 0, 1, entries, gone)
@@ -155,9 +153,7 @@ def endpoint() -> Iterator[str]:
 def test_webhook_posts_the_delta_as_json_after_retrying(endpoint: str) -> None:
     Endpoint.statuses = [503, 500]
     waits: list[float] = []
-    WebhookApplier(endpoint, attempts=3, backoff_s=0.5, sleep=waits.append).apply(
-        change({"n1"}, added=("n1",))
-    )
+    WebhookApplier(endpoint, attempts=3, backoff_s=0.5, sleep=waits.append).apply(change({"n1"}, added=("n1",)))
     assert waits == [0.5, 1.0]
     [(body, key)] = Endpoint.received
     assert body["kind"] == "delta" and body["version"] == 1 and body["blacklist"] == ["n1"]
@@ -189,9 +185,7 @@ def test_state_file_round_trips(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", [b"{not json", b'{"format": "laggard-adapter-state/0"}', b"[]"])
-def test_an_unusable_state_file_means_a_cold_start_with_a_warning(
-    tmp_path: Path, content: bytes, caplog
-) -> None:
+def test_an_unusable_state_file_means_a_cold_start_with_a_warning(tmp_path: Path, content: bytes, caplog) -> None:
     path = tmp_path / "state.json"
     path.write_bytes(content)
     assert statefile.load(path, "c1") == statefile.SavedState()

@@ -35,9 +35,7 @@ def feed(follower: Follower, *records) -> list:
     """Apply every record the way the consumer does: commit changes, keep the steps."""
     steps = []
     for record in records:
-        step = (
-            follower.on_delta(record) if isinstance(record, BlacklistDelta) else follower.on_snapshot(record)
-        )
+        step = follower.on_delta(record) if isinstance(record, BlacklistDelta) else follower.on_snapshot(record)
         if isinstance(step, Change):
             follower.commit(step)
         steps.append(step)
@@ -75,18 +73,14 @@ def test_a_version_gap_asks_for_a_resync_and_the_snapshot_closes_it() -> None:
     assert [r.node_id for r in step.removed] == ["n1"]
     assert "snapshot version 3" in step.removed[0].reason
     feed(follower, delta(4, ("n5",)))
-    assert follower.state == FollowerState(
-        4, frozenset({"n2", "n4", "n5"}), frozenset({"n1", "n2", "n4", "n5"})
-    )
+    assert follower.state == FollowerState(4, frozenset({"n2", "n4", "n5"}), frozenset({"n1", "n2", "n4", "n5"}))
 
 
 def test_a_restart_with_saved_state_applies_nothing_twice() -> None:
     first = Follower("c1", known_nodes=100)
     feed(first, delta(1, ("n1",)), delta(2, ("n2",)))
     restarted = Follower("c1", known_nodes=100, state=first.state)
-    steps = feed(
-        restarted, snapshot(2, ("n1", "n2")), delta(1, ("n1",)), delta(2, ("n2",)), delta(3, (), ("n1",))
-    )
+    steps = feed(restarted, snapshot(2, ("n1", "n2")), delta(1, ("n1",)), delta(2, ("n2",)), delta(3, (), ("n1",)))
     assert [type(s) for s in steps] == [Skip, Skip, Skip, Change]
     assert restarted.state.applied == {"n2"}
 

@@ -30,9 +30,7 @@ class FakeApi:
             SimpleNamespace(key=t["key"], value=t.get("value"), effect=t["effect"], time_added=None)
             for t in node["taints"]
         ]
-        meta = SimpleNamespace(
-            name=name, resource_version=str(node["rv"]), annotations=dict(node["annotations"])
-        )
+        meta = SimpleNamespace(name=name, resource_version=str(node["rv"]), annotations=dict(node["annotations"]))
         return SimpleNamespace(metadata=meta, spec=SimpleNamespace(taints=taints or None))
 
     def list_node(self) -> SimpleNamespace:
@@ -73,9 +71,7 @@ def delta_change(before: set[str], after: set[str], version: int = 1) -> Change:
 
 def test_taints_and_releases_only_its_own_nodes() -> None:
     api = FakeApi(["a", "b", "c"])
-    api.nodes["c"]["taints"] = [
-        {"key": "laggard.io/slow", "value": "true", "effect": "NoSchedule"}
-    ]  # by hand
+    api.nodes["c"]["taints"] = [{"key": "laggard.io/slow", "value": "true", "effect": "NoSchedule"}]  # by hand
     applier = K8sApplier(api, "c1", sleep=lambda s: None)
     applier.apply(delta_change(set(), {"a", "c"}))
     assert api.nodes["a"]["taints"] == [{"key": "laggard.io/slow", "value": "true", "effect": "NoSchedule"}]
@@ -123,9 +119,7 @@ def test_a_snapshot_releases_stale_taints_of_a_lost_state() -> None:
     K8sApplier(api, "c1").apply(delta_change(set(), {"a", "b"}))
     snapshot = BlacklistSnapshot("c1", 9, 0, "pcores", 0, 1, (entry("b"),))
     # A fresh state (before = nothing) resynchronises from a snapshot that no longer lists a.
-    K8sApplier(api, "c1").apply(
-        Change("c1", 9, "snapshot", (entry("b"),), (), frozenset(), frozenset({"b"}), snapshot)
-    )
+    K8sApplier(api, "c1").apply(Change("c1", 9, "snapshot", (entry("b"),), (), frozenset(), frozenset({"b"}), snapshot))
     assert api.nodes["a"]["taints"] == [] and api.nodes["b"]["taints"] != []
 
 

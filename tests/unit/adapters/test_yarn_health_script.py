@@ -19,9 +19,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 def flag_node(health: Path, node: str, reason: str) -> None:
     entry = BlacklistEntry(node, 0, 14, 1.4, 0.3, 1.2, 1.6, reason)
     record = BlacklistDelta("c1", 5, 0, "pcores", 0, 1, (entry,), ())
-    YarnApplier(health_dir=health).apply(
-        Change("c1", 5, "delta", (entry,), (), frozenset(), frozenset({node}), record)
-    )
+    YarnApplier(health_dir=health).apply(Change("c1", 5, "delta", (entry,), (), frozenset(), frozenset({node}), record))
 
 
 def test_a_blacklisted_node_gets_one_error_line_with_the_reason(tmp_path: Path) -> None:
