@@ -105,6 +105,16 @@ class NormalizedTask:
     duration_us: int
     z: float
     provisional: bool = False
+    emitted_us: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Event time reached by one partition of the normalising stage; the ranking waits for all of them."""
+
+    partition: int
+    partitions: int
+    ts_us: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ RECORD_TYPES: tuple[type, ...] = (
     ev.JobStart,
     ev.JobFinish,
     ev.NormalizedTask,
+    ev.Progress,
     ev.NodeScore,
     ev.StragglerPrediction,
     ev.BlacklistEntry,

@@ -64,13 +64,18 @@ BLACKLIST_SNAPSHOT = Topic(
     "blacklist-snapshot", "cluster_id", (ev.BlacklistSnapshot,), 1, compacted=True,
     doc="full current blacklist; adapters resynchronise from it",
 )
+# Internal: every node sample and each partition's progress, on ONE partition, so that one ranking agent sees
+# the whole cluster and can rank a period only once every partition of task-events has passed it.
+RANKING_FEED = Topic(
+    "ranking-feed", "cluster_id", (ev.NormalizedTask, ev.Progress), 1, doc="internal: samples and progress for the ranking"
+)
 DEAD_LETTERS = Topic(
     "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"
 )
 
 TOPICS: tuple[Topic, ...] = (
     TASK_EVENTS, JOB_EVENTS, NODE_SAMPLES, STRAGGLER_PREDICTIONS,
-    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, DEAD_LETTERS,
+    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, RANKING_FEED, DEAD_LETTERS,
 )
 BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
 

@@ -31,7 +31,10 @@ STRATEGIES = {
     ev.TaskFinish: st.builds(ev.TaskFinish, text, text, ints, text, longs, longs, st.sampled_from(ev.Status)),
     ev.JobStart: st.builds(ev.JobStart, text, longs, st.none() | ints),
     ev.JobFinish: st.builds(ev.JobFinish, text, longs),
-    ev.NormalizedTask: st.builds(ev.NormalizedTask, text, text, ints, text, longs, longs, floats, st.booleans()),
+    ev.NormalizedTask: st.builds(
+        ev.NormalizedTask, text, text, ints, text, longs, longs, floats, st.booleans(), st.none() | longs
+    ),
+    ev.Progress: st.builds(ev.Progress, ints, ints, longs),
     ev.NodeScore: st.builds(ev.NodeScore, text, longs, longs, ints, floats, floats, opt_floats, opt_floats, floats),
     ev.StragglerPrediction: st.builds(
         ev.StragglerPrediction, text, text, ints, text, longs, longs, floats, floats, floats, floats, text
