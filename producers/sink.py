@@ -22,8 +22,8 @@ second. Without either, events go as fast as the sink takes them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import asdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TextIO
 
 import orjson
@@ -146,3 +146,49 @@ class Pacer:
         self._released += 1
         if due > now:
             self._sleep(due - now)
+
+
+@dataclass
+class ReplayResult:
+    """What a replay did: events sent, wall seconds, and whether Ctrl-C stopped it."""
+
+    events: int
+    seconds: float
+    interrupted: bool
+
+    @property
+    def events_per_second(self) -> float:
+        return self.events / self.seconds if self.seconds > 0 else 0.0
+
+
+def replay(
+    events: Iterable[Event],
+    sink: Sink,
+    pacer: Pacer | None = None,
+    limit: int | None = None,
+    progress: Callable[[int, float], None] | None = None,
+    progress_every: int = 2000,
+) -> ReplayResult:
+    """Send ``events`` (at most ``limit``) to ``sink`` at the pace of ``pacer``; always closes the sink.
+
+    ``progress(count, seconds)`` is called every ``progress_every`` events. Ctrl-C ends the replay early
+    and cleanly: what was sent is flushed and the result says ``interrupted``.
+    """
+    started = time.perf_counter()
+    count = 0
+    interrupted = False
+    try:
+        for event in events if limit != 0 else ():
+            if pacer is not None:
+                pacer.wait(event.ts_us)
+            sink.send(event)
+            count += 1
+            if progress is not None and count % progress_every == 0:
+                progress(count, time.perf_counter() - started)
+            if count == limit:
+                break  # before pulling one more event from the reader
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        sink.close()
+    return ReplayResult(count, time.perf_counter() - started, interrupted)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -14,10 +12,8 @@ from laggard.commands.options import bootstrap_option, settings_with
 from laggard.errors import UserError
 from producers.registry import FORMATS, Trace, open_trace
 from producers.sink import JsonLinesSink, KafkaSink, NullSink, Pacer, Sink
-from streams.core.events import Event
+from producers.sink import replay as replay_events
 from streams.errors import BrokerUnavailable
-
-_PROGRESS_EVERY = 2000
 
 _FORMATS_HELP = "\b\nFormats:\n" + "\n".join(f"  {name:18} {text}" for name, text in FORMATS.items())
 
@@ -126,34 +122,19 @@ def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str,
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    started = time.perf_counter()
-    interrupted = False
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         bar = progress.add_task(f"replaying {trace.format}", total=limit)
-        try:
-            for count, event in enumerate(_limited(trace, limit), start=1):
-                pacer.wait(event.ts_us)
-                sink.send(event)
-                if count % _PROGRESS_EVERY == 0:
-                    rate = count / max(time.perf_counter() - started, 1e-9)
-                    progress.update(bar, completed=count, description=f"{count:,} events, {rate:,.0f}/s")
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            sink.close()
-    seconds = time.perf_counter() - started
+
+        def show(count: int, seconds: float) -> None:
+            rate = count / max(seconds, 1e-9)
+            progress.update(bar, completed=count, description=f"{count:,} events, {rate:,.0f}/s")
+
+        result = replay_events(trace, sink, pacer, limit, show)
     summary = trace.summary()
-    summary.update(seconds=round(seconds, 3), events_per_second=round(trace.events / max(seconds, 1e-9), 1))
+    summary.update(seconds=round(result.seconds, 3), events_per_second=round(result.events_per_second, 1))
     summary["limit"] = limit
-    summary["interrupted"] = interrupted
+    summary["interrupted"] = result.interrupted
     return summary
-
-
-def _limited(trace: Trace, limit: int | None) -> Iterator[Event]:
-    for count, event in enumerate(trace, start=1):
-        yield event
-        if limit is not None and count >= limit:
-            return
 
 
 def _print_summary(summary: dict[str, Any]) -> None:

@@ -69,18 +69,25 @@ class Instance:
     end_us: int | None
 
 
-def _time_or_none(text: str) -> int | None:
+def _time_or_none(text: str, name: str) -> int | None:
     """Microseconds, or None for the trace's "no time": empty, 0 or negative (before the trace)."""
     text = text.strip()
     if not text:
         return None
-    value = seconds_to_us(text)
+    try:
+        value = seconds_to_us(text)
+    except ValueError:
+        raise ValueError(f"{name} is not a number: {text!r}") from None
     return value if value > 0 else None
 
 
 def _attempt(seq_no: str) -> int:
     text = seq_no.strip()
-    return max(int(float(text)) - 1, 0) if text else 0
+    if not text:
+        return 0
+    if not text.isdigit():
+        raise ValueError(f"seq_no is not a whole number: {text!r}")
+    return max(int(text) - 1, 0)
 
 
 def parse_2018(fields: list[str], line: int) -> Instance:
@@ -93,8 +100,8 @@ def parse_2018(fields: list[str], line: int) -> Instance:
         node_id=fields[7],
         task_type=fields[3],
         status=_status(fields[4]),
-        start_us=_time_or_none(fields[5]),
-        end_us=_time_or_none(fields[6]),
+        start_us=_time_or_none(fields[5], "start_time"),
+        end_us=_time_or_none(fields[6], "end_time"),
     )
 
 
@@ -111,8 +118,8 @@ def parse_2017(fields: list[str], line: int) -> Instance:
         node_id=fields[4].strip(),
         task_type="",
         status=_status(fields[5]),
-        start_us=_time_or_none(fields[0]),
-        end_us=_time_or_none(fields[1]),
+        start_us=_time_or_none(fields[0], "start_timestamp"),
+        end_us=_time_or_none(fields[1], "end_timestamp"),
     )
 
 
@@ -140,16 +147,12 @@ def read_alibaba2017(path: str | Path, stats: ReadStats) -> Iterator[Event]:
     return _instance_events(file, parse_2017, stats)
 
 
-def _instance_events(
-    file: Path, parse: Callable[[list[str], int], Instance], stats: ReadStats
-) -> Iterator[Event]:
+def _instance_events(file: Path, parse: Callable[[list[str], int], Instance], stats: ReadStats) -> Iterator[Event]:
     for row in sort_external(_instance_rows(file, parse, stats)):
         yield _instance_event(row)
 
 
-def _instance_rows(
-    file: Path, parse: Callable[[list[str], int], Instance], stats: ReadStats
-) -> Iterator[Row]:
+def _instance_rows(file: Path, parse: Callable[[list[str], int], Instance], stats: ReadStats) -> Iterator[Row]:
     """Sortable rows ``(ts, rank, line, job, task, attempt, node, type, duration, status)``."""
     for line, fields in csv_rows(file):
         try:
@@ -193,7 +196,10 @@ def _task_rows(file: Path, stats: ReadStats) -> Iterator[Row]:
             continue  # the header line a copier added
         try:
             _expect(fields, 8)
-            create, end = _time_or_none(fields[0]), _time_or_none(fields[1])
+            create = _time_or_none(fields[0], "task create time")
+            end = _time_or_none(fields[1], "task end time")
+            if not fields[4].strip().isdigit():
+                raise ValueError(f"number of instances is not a whole number: {fields[4].strip()!r}")
             declared = int(fields[4])
             status = fields[5].strip().lower()
             if status not in TASK_FINAL and status not in NOT_FINISHED:

@@ -26,8 +26,9 @@ Row = tuple[Any, ...]
 DEFAULT_CHUNK_ROWS = 500_000
 
 
-def sort_external(rows: Iterable[Row], chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[Row]:
-    """``rows`` in ascending order, holding at most ``chunk_rows`` of them in memory at once."""
+def sort_external(rows: Iterable[Row], chunk_rows: int | None = None) -> Iterator[Row]:
+    """``rows`` in ascending order, holding at most ``chunk_rows`` (default DEFAULT_CHUNK_ROWS) in memory."""
+    chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be at least 1, got {chunk_rows}")
     iterator = iter(rows)

@@ -23,8 +23,9 @@ attempt whose end is missing.
 
 Streaming with bounded memory: each part is read lazily, the parts of both tables are merged in time order
 with ``heapq.merge`` (the files are time-sorted, as the trace promises), and per-task state is kept only while
-it can still matter: it is dropped when the task FINISHes or is KILLed, and every task of a job is dropped
-when the job ends. Memory therefore follows the number of live tasks, not the size of the trace.
+it can still matter: it is dropped when the task FINISHes or is KILLed, and when its job ends (at once if
+the task is not running, else at the task's own end). Memory therefore follows the number of live tasks,
+not the size of the trace.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class _TaskState:
     scheduled: int = 0  # SCHEDULEs seen so far in the trace
     start_us: int | None = None  # time of the running attempt's SCHEDULE
     node: str = ""
+    job_ended: bool = False  # its job ended while it ran: forget it at its own end, whatever the end
 
 
 def read_google_events(directory: str | Path, stats: ReadStats) -> Iterator[Event]:
@@ -136,8 +138,7 @@ def _events(rows: Iterator[_Row], stats: ReadStats) -> Iterator[Event]:
         if rank == _JOB_START:
             yield JobStart(job, ts)
         elif rank == _JOB_END:
-            for index in by_job.pop(job, ()):
-                tasks.pop((job, index), None)
+            _forget_job(tasks, by_job, job)
             yield JobFinish(job, ts)
         elif kind == SCHEDULE:
             event = _schedule(tasks, by_job, job, task, machine, ts, stats)
@@ -147,6 +148,21 @@ def _events(rows: Iterator[_Row], stats: ReadStats) -> Iterator[Event]:
             end = _end(tasks, by_job, job, task, kind, ts, stats)
             if end is not None:
                 yield end
+
+
+def _forget_job(tasks: dict[tuple[str, int], _TaskState], by_job: dict[str, set[int]], job: str) -> None:
+    """Drop the attempt counters of a job that ended; attempts still running keep theirs until they end
+    (Google logs the KILL of a job's tasks just after the job's own end)."""
+    running = set()
+    for index in by_job.pop(job, ()):
+        state = tasks[(job, index)]
+        if state.start_us is None:
+            del tasks[(job, index)]
+        else:
+            state.job_ended = True
+            running.add(index)
+    if running:
+        by_job[job] = running
 
 
 def _schedule(
@@ -189,7 +205,7 @@ def _end(
         duration = ts - state.start_us
         finish = TaskFinish(job, str(task), state.scheduled - 1, state.node, ts, duration, END_STATUS[kind])
         state.start_us = None
-    if kind in (FINISH, KILL) and state is not None:
+    if state is not None and (kind in (FINISH, KILL) or state.job_ended):
         # The task is done for good: its attempt count is no longer needed.
         del tasks[(job, task)]
         siblings = by_job.get(job)
