@@ -1,0 +1,130 @@
+"""Pacing, the stdout and null sinks, and `laggard replay` as a user runs it (no broker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+from producers.sink import NullSink, Pacer, compression_type, replay
+from streams.core.events import JobStart
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_speed_follows_the_trace_clock_scaled() -> None:
+    clock = FakeClock()
+    pacer = Pacer(speed=2.0, clock=clock, sleep=clock.sleep)
+    for ts_us in (5_000_000, 5_000_000, 9_000_000, 15_000_000):
+        pacer.wait(ts_us)
+    assert clock.now - 100.0 == pytest.approx(5.0)  # 10 s of trace at twice the speed
+    assert clock.slept == pytest.approx([2.0, 3.0])
+
+
+def test_max_rate_spaces_events_evenly() -> None:
+    clock = FakeClock()
+    pacer = Pacer(max_rate=4, clock=clock, sleep=clock.sleep)
+    for _ in range(9):
+        pacer.wait(0)
+    assert clock.now - 100.0 == pytest.approx(2.0)
+
+
+def test_no_pacing_never_sleeps() -> None:
+    clock = FakeClock()
+    pacer = Pacer(clock=clock, sleep=clock.sleep)
+    pacer.wait(0)
+    pacer.wait(10**12)
+    assert clock.slept == []
+
+
+def test_replay_stops_at_the_limit_without_reading_further() -> None:
+    pulled = []
+
+    def events():
+        for i in range(10):
+            pulled.append(i)
+            yield JobStart(f"j{i}", i)
+
+    result = replay(events(), NullSink(), limit=3)
+    assert result.events == 3 and pulled == [0, 1, 2]
+
+
+def test_gzip_is_used_when_lz4_is_not_installed() -> None:
+    from kafka import codec
+
+    assert compression_type() == ("lz4" if codec.has_lz4() else "gzip")
+
+
+def _run(*args: str):
+    return CliRunner().invoke(cli, ["replay", *args])
+
+
+def test_json_summary_is_the_only_thing_on_stdout() -> None:
+    result = _run("--trace", "synthetic:nodes=10,slow=1,jobs=20,seed=2", "--sink", "null", "--json")
+    assert result.exit_code == 0, result.output
+    summary = orjson.loads(result.stdout)
+    for key in ("events", "tasks", "jobs", "skipped", "bad_rows", "seconds", "events_per_second"):
+        assert key in summary
+    assert summary["jobs"] == 20 and summary["ground_truth"]["nodes"] == 10
+
+
+def test_stdout_sink_writes_one_json_line_per_event_and_counts_them() -> None:
+    spec = "synthetic:nodes=6,slow=1,jobs=4,tasks=3,seed=1"
+    lines = _run("--trace", spec, "--sink", "stdout", "--limit", "20").stdout.splitlines()
+    documents = [orjson.loads(line) for line in lines]
+    assert len(documents) == 20
+    assert documents[0]["type"] == "JobStart"
+    summary = orjson.loads(_run("--trace", spec, "--sink", "null", "--limit", "20", "--json").stdout)
+    assert summary["events"] == 20
+
+
+def test_bad_rows_are_shown_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.csv"
+    path.write_text("job_id,task_id,node_id,start_us,end_us,status\nj1,t1,n1,1,5,SUCCEEDED\nj1,t2,n1,9,5,KILLED\n")
+    result = _run("--trace", f"csv:{path}", "--sink", "null")
+    assert result.exit_code == 0
+    assert f"{path}:3: ends before it starts" in result.stderr
+    summary = orjson.loads(_run("--trace", f"csv:{path}", "--sink", "null", "--json").stdout)
+    assert summary["bad_rows"] == 1 and summary["bad_examples"][0]["line"] == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--trace", "nope:/x", "--sink", "null"], 1, "unknown trace format 'nope'"),
+        (["--trace", "csv:/no/such.csv", "--sink", "null"], 1, "No such file or directory: /no/such.csv"),
+        (["--trace", "synthetic:nodes=-1", "--sink", "null"], 1, "nodes must be at least 1"),
+        (["--trace", "synthetic:", "--sink", "null", "--bootstrap", "h:1"], 2, "--bootstrap is for the kafka"),
+        (["--trace", "synthetic:", "--sink", "null", "--speed", "2", "--max-rate", "5"], 2, "not both"),
+        (["--trace", "synthetic:", "--sink", "stdout", "--json"], 2, "both write to stdout"),
+        (["--trace", "synthetic:", "--sink", "null", "--speed", "0"], 2, "--speed"),
+        (["--trace", "synthetic:", "--bootstrap", "nohostport"], 2, "is not HOST:PORT"),
+        (["--sink", "null"], 2, "Missing option '--trace'"),
+    ],
+)
+def test_user_mistakes_print_one_line_without_a_traceback(args: list[str], code: int, message: str) -> None:
+    result = _run(*args)
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_help_lists_every_format() -> None:
+    result = _run("--help")
+    assert result.exit_code == 0
+    for name in ("google2011-events", "alibaba2017-tasks", "csv", "synthetic"):
+        assert name in result.stdout
