@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 LAGGARD := $(VENV)/bin/laggard
 STAMP := $(VENV)/.installed
 KAFKA_LIB := .laggard/kafka-lib
-KAFKA_POM := kafka/pom.xml
+KAFKA_POM := broker/pom.xml
 # `make test` runs its own broker on free ports in its own data directory, beside any broker already running.
 TEST_DATA_DIR := .laggard/test-broker
 TRACES ?= ../shared/traces
@@ -43,7 +43,7 @@ lint: venv
 	$(VENV)/bin/mypy streams/core
 
 unit: venv
-	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q tests/unit streams/core
+	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q tests/unit streams producers adapters
 
 # Starts a broker on free ports, runs the integration tier against it, and stops it whatever happened.
 integration: venv kafka-jars

@@ -1,6 +1,6 @@
 """A real single-node Apache Kafka broker (KRaft combined mode) on 127.0.0.1, for development, tests and CI.
 
-The jars come from Maven Central through ``kafka/pom.xml``; the broker runs as a Java process from them, so no
+The jars come from Maven Central through ``broker/pom.xml``; the broker runs as a Java process from them, so no
 Docker is needed. Each broker has its own data directory (default ``.laggard/kafka-<port>``) holding its
 configuration, storage, log and pid file, so several brokers can run side by side.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STATE_DIR = REPO_ROOT / ".laggard"
 LIB_DIR = STATE_DIR / "kafka-lib"
-POM = REPO_ROOT / "kafka" / "pom.xml"
+POM = REPO_ROOT / "broker" / "pom.xml"
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
 
 

@@ -27,7 +27,7 @@ def _broker(port: int, controller_port: int | None, data_dir: Path | None) -> ka
 def kafka() -> None:
     """Run a local Apache Kafka 3.9 broker (KRaft, one node) on 127.0.0.1.
 
-    The jars are fetched once from Maven Central through kafka/pom.xml. Several brokers can run side by side
+    The jars are fetched once from Maven Central through broker/pom.xml. Several brokers can run side by side
     on different ports and data directories.
     """
 

@@ -1,0 +1,206 @@
+"""The two stages of the statistics pipeline, shared by the Faust agents and the in-process runner.
+
+``NormalizeStage`` runs once per partition of ``task-events`` (keyed by job): events in, node samples out,
+plus a ``Progress`` mark each time the partition's event time passes a ranking boundary. ``RankStage`` runs
+once for the whole cluster: samples and progress marks in, rankings and blacklist deltas out.
+
+Determinism is the point of this split. The ranking of the boundary ``B`` happens only when every partition
+has reported progress past ``B``, and it applies exactly the samples emitted before ``B`` (each sample carries
+its emission time). How the partitions interleave on the way to the ranking, or how fast a replay runs,
+changes nothing: the same trace gives the same deltas in Kafka and in-process.
+
+>>> from streams.core.events import JobFinish, Status, TaskFinish, TaskStart
+>>> normalize = NormalizeStage(partition=0, partitions=1, period_us=10, job_idle_timeout_us=100)
+>>> rank = RankStage(RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None,
+...                                max_fraction=1.0), partitions=1)
+>>> for i, d in enumerate([10, 11, 12, 30]):
+...     samples, progress = normalize.process(TaskFinish("j", f"t{i}", 0, f"n{i}", 100 + d, d, Status.SUCCEEDED))
+>>> samples, progress = normalize.process(JobFinish("j", 130))
+>>> [s.emitted_us for s in samples], progress  # boundary 130 was already reported by t3
+([130, 130, 130, 130], None)
+>>> for sample in samples:
+...     rank.add(sample)
+>>> _, progress = normalize.process(TaskStart("k", "t0", 0, "n0", 150))
+>>> [(r.boundary_us, len(r.ranking.nodes)) for r in rank.progress(progress)]  # samples count from 140 on
+[(140, 4), (150, 4)]
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    Event,
+    JobFinish,
+    JobStart,
+    NormalizedTask,
+    Progress,
+)
+from streams.core.ranker import NodeRanker
+from streams.core.ranking import Ranking
+from streams.core.ranking_config import RankingConfig
+from streams.core.zscore import JobNormalizer
+
+SNAPSHOT_VERSION = 1
+
+
+def boundary_at_or_before(ts_us: int, period_us: int) -> int:
+    """The ranking boundary (a multiple of the period) at or before ``ts_us``."""
+    return (ts_us // period_us) * period_us
+
+
+class NormalizeStage:
+    """Per-partition z-values (SPEC 3) with progress marks at ranking boundaries.
+
+    A ``JobFinish`` waits until the partition's task events have reached its time, so task events that
+    share its timestamp but arrive after it (from another topic) still count.
+    """
+
+    def __init__(self, partition: int, partitions: int, period_us: int, job_idle_timeout_us: int) -> None:
+        self.partition = partition
+        self.partitions = partitions
+        self.period_us = period_us
+        self.job_idle_timeout_us = job_idle_timeout_us
+        self._normalizer = JobNormalizer(job_idle_timeout_us)
+        self._held: list[tuple[int, str]] = []  # JobFinish (ts, job) not yet reached by task events
+        self._watermark = -1
+        self._reported = -1  # last boundary reported as progress
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark
+
+    def process(self, event: Event) -> tuple[list[NormalizedTask], Progress | None]:
+        """Take one event; return the samples it completed and a progress mark when a boundary passed."""
+        out: list[NormalizedTask] = []
+        if isinstance(event, JobFinish) and event.ts_us > self._watermark:
+            bisect.insort(self._held, (event.ts_us, event.job_id))
+            return [], None
+        out.extend(self._normalizer.update(event))
+        if not isinstance(event, JobStart | JobFinish):
+            self._watermark = max(self._watermark, event.ts_us)
+        out.extend(self._release(self._watermark))
+        return self._stamp(out), self._progress()
+
+    def flush(self) -> tuple[list[NormalizedTask], Progress | None]:
+        """End of a finite trace: finalise every job, report the last event time as progress."""
+        out = self._release(max([self._watermark] + [ts for ts, _ in self._held]))
+        out.extend(self._normalizer.flush())
+        return self._stamp(out), Progress(self.partition, self.partitions, self._watermark)
+
+    def _release(self, upto_us: int) -> list[NormalizedTask]:
+        out: list[NormalizedTask] = []
+        while self._held and self._held[0][0] <= upto_us:
+            ts_us, job_id = self._held.pop(0)
+            out.extend(self._normalizer.update(JobFinish(job_id, ts_us)))
+        return out
+
+    def _stamp(self, samples: list[NormalizedTask]) -> list[NormalizedTask]:
+        return [dataclasses.replace(s, emitted_us=self._watermark) for s in samples]
+
+    def _progress(self) -> Progress | None:
+        if self._watermark < 0:
+            return None
+        boundary = boundary_at_or_before(self._watermark, self.period_us)
+        if boundary <= self._reported:
+            return None
+        self._reported = boundary
+        return Progress(self.partition, self.partitions, self._watermark)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "held": self._held,
+                "watermark": self._watermark, "reported": self._reported}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown NormalizeStage snapshot version {state.get('version')!r}")
+        self._normalizer.restore(state["normalizer"])
+        self._held = [(int(ts), str(job)) for ts, job in state["held"]]
+        self._watermark = int(state["watermark"])
+        self._reported = int(state["reported"])
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """One ranking boundary: the ranking, and the delta and snapshot when the blacklist changed."""
+
+    boundary_us: int
+    ranking: Ranking
+    delta: BlacklistDelta | None
+    snapshot: BlacklistSnapshot
+
+
+class RankStage:
+    """The cluster-wide ranking, driven by samples and the progress of every normalising partition."""
+
+    def __init__(self, config: RankingConfig, partitions: int) -> None:
+        self.config = config
+        self.partitions = partitions
+        self.ranker = NodeRanker(config)
+        self._pending: list[tuple[int, int, NormalizedTask]] = []  # (emitted_us, arrival, sample)
+        self._arrivals = 0
+        self._watermarks: dict[int, int] = {}
+        self._next_boundary: int | None = None
+
+    def add(self, sample: NormalizedTask) -> None:
+        """A sample; it is applied at the first boundary after its emission time."""
+        self._arrivals += 1
+        emitted = sample.emitted_us if sample.emitted_us is not None else sample.ts_us
+        heapq.heappush(self._pending, (emitted, self._arrivals, sample))  # arrival numbers are unique
+
+    def progress(self, mark: Progress) -> list[RankResult]:
+        """Record a partition's progress; rank every boundary that all partitions have now passed."""
+        if mark.partitions != self.partitions:
+            raise ValueError(f"progress from {mark.partitions} partitions, the ranking expects {self.partitions}")
+        self._watermarks[mark.partition] = max(self._watermarks.get(mark.partition, -1), mark.ts_us)
+        if len(self._watermarks) < self.partitions:
+            return []
+        return self._rank_until(min(self._watermarks.values()))
+
+    def finish(self, ts_us: int) -> list[RankResult]:
+        """End of a finite trace: rank every boundary up to ``ts_us`` whatever the partitions reported."""
+        return self._rank_until(ts_us)
+
+    def _rank_until(self, watermark: int) -> list[RankResult]:
+        period = self.config.period_us
+        if self._next_boundary is None:
+            first = min([watermark] + [emitted for emitted, _, _ in self._pending])
+            self._next_boundary = boundary_at_or_before(first, period) + period
+        results = []
+        while self._next_boundary <= watermark:
+            boundary = self._next_boundary
+            while self._pending and self._pending[0][0] < boundary:
+                self.ranker.update(heapq.heappop(self._pending)[2])
+            ranking, delta = self.ranker.decide_ranking(boundary)
+            results.append(RankResult(boundary, ranking, delta, self.ranker.blacklist))
+            self._next_boundary = boundary + period
+        return results
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "version": SNAPSHOT_VERSION,
+            "ranker": self.ranker.snapshot(),
+            "pending": [[e, a, _sample_row(s)] for e, a, s in sorted(self._pending, key=lambda item: item[:2])],
+            "arrivals": self._arrivals,
+            "watermarks": sorted(self._watermarks.items()),
+            "next_boundary": self._next_boundary,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown RankStage snapshot version {state.get('version')!r}")
+        self.ranker.restore(state["ranker"])
+        self._pending = [(int(e), int(a), NormalizedTask(*row)) for e, a, row in state["pending"]]
+        self._arrivals = int(state["arrivals"])
+        self._watermarks = {int(p): int(ts) for p, ts in state["watermarks"]}
+        self._next_boundary = state["next_boundary"]
+
+
+def _sample_row(sample: NormalizedTask) -> list[Any]:
+    return [getattr(sample, f.name) for f in dataclasses.fields(sample)]

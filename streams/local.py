@@ -1,0 +1,159 @@
+"""The in-process runner: the same stages as the Kafka workers, fed from any event iterator, no broker.
+
+Events are routed to ``partitions`` normalising stages by job id exactly as Kafka's default partitioner would
+route them on ``task-events``, so a run with the partition count of a Kafka deployment publishes the same
+deltas as that deployment (tests/integration holds them against each other). With one partition (the
+default) it is simply the whole trace in event-time order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from kafka.partitioner.default import murmur2
+
+from streams.core.events import (
+    BlacklistDelta,
+    Event,
+    JobFinish,
+    JobStart,
+    NodeScore,
+    NormalizedTask,
+    Progress,
+    validate,
+)
+from streams.core.ranking_config import RankingConfig
+from streams.core.stages import NormalizeStage, RankResult, RankStage
+from streams.settings import Settings
+
+SECOND_US = 1_000_000
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition Kafka's default partitioner picks for a UTF-8 string key."""
+    if partitions == 1:
+        return 0
+    return (murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % partitions
+
+
+def ranking_config(settings: Settings) -> RankingConfig:
+    """The pure ranking configuration from the operator's settings."""
+    return RankingConfig(
+        policy=settings.policy,
+        window_size_us=round(settings.window_size_s * SECOND_US),
+        period_us=round(settings.ranking_period_s * SECOND_US),
+        min_tasks=settings.min_tasks,
+        significance_floor=settings.significance_floor,
+        max_fraction=settings.max_fraction,
+        min_dwell_periods=settings.min_dwell_periods,
+        allow_list=frozenset(settings.allow_list),
+        deny_list=frozenset(settings.deny_list),
+        seed=settings.seed,
+        cluster_id=settings.cluster_id,
+    )
+
+
+def node_scores(result: RankResult) -> list[NodeScore]:
+    """The NodeScore records of one ranking (nodes with statistics in the window)."""
+    ranking = result.ranking
+    nodes_with_stats = [row for row in ranking.nodes if row.stats is not None]
+    mean_count = sum(row.stats.n for row in nodes_with_stats) / max(1, len(nodes_with_stats))  # type: ignore[union-attr]
+    scores = []
+    for row in nodes_with_stats:
+        stats = row.stats
+        assert stats is not None
+        scores.append(NodeScore(row.node_id, ranking.window_start_us, ranking.window_end_us, stats.n, stats.mean,
+                                stats.std, stats.ci_low, stats.ci_high, stats.n / mean_count if mean_count else 0.0))
+    return scores
+
+
+@dataclass
+class RunCounts:
+    """What a run saw and did; ``invalid`` holds each reason with its count (the dead letters)."""
+
+    events: int = 0
+    samples: int = 0
+    rankings: int = 0
+    deltas: int = 0
+    invalid: Counter[str] = field(default_factory=Counter)
+    last_ts_us: int = -1
+
+
+class LocalPipeline:
+    """Statistics, ranking and blacklist decisions in-process.
+
+    >>> from producers.registry import open_trace
+    >>> trace = open_trace("synthetic:nodes=40,slow=3,jobs=150,seed=1")
+    >>> pipeline = LocalPipeline(Settings())
+    >>> [(d.version, sorted(e.node_id for e in d.added)) for d in pipeline.run(trace)]
+    [(1, ['node-08', 'node-36']), (2, ['node-04'])]
+    >>> sorted(pipeline.blacklist.node_ids) == trace.ground_truth["slow_nodes"]
+    True
+    """
+
+    def __init__(self, settings: Settings, partitions: int = 1,
+                 on_ranking: Callable[[RankResult], None] | None = None) -> None:
+        self.config = ranking_config(settings)
+        self.partitions = partitions
+        period = self.config.period_us
+        idle = round(settings.job_idle_timeout_s * SECOND_US)
+        self._stages = [NormalizeStage(p, partitions, period, idle) for p in range(partitions)]
+        self.rank_stage = RankStage(self.config, partitions)
+        self.counts = RunCounts()
+        self.on_ranking = on_ranking
+        self.last_ranking: RankResult | None = None
+
+    @property
+    def blacklist(self):  # type: ignore[no-untyped-def]
+        return self.rank_stage.ranker.blacklist
+
+    def feed(self, event: Event) -> list[BlacklistDelta]:
+        """One event in; the deltas it caused out (most events cause none)."""
+        self.counts.events += 1
+        reason = validate(event)
+        if reason is not None:
+            self.counts.invalid[reason.split(":")[0]] += 1
+            return []
+        if not isinstance(event, JobStart | JobFinish):
+            self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
+        stage = self._stages[partition_for(event.job_id, self.partitions)]
+        samples, progress = stage.process(event)
+        return self._forward(samples, progress)
+
+    def finish(self) -> list[BlacklistDelta]:
+        """End of the trace: finalise open jobs and rank up to the last event."""
+        deltas: list[BlacklistDelta] = []
+        for stage in self._stages:
+            samples, _ = stage.flush()
+            deltas.extend(self._forward(samples, None))
+        if self.counts.last_ts_us >= 0:
+            deltas.extend(self._collect(self.rank_stage.finish(self.counts.last_ts_us)))
+        return deltas
+
+    def run(self, events: Iterable[Event]) -> Iterator[BlacklistDelta]:
+        """Every delta of the whole trace, in order."""
+        for event in events:
+            yield from self.feed(event)
+        yield from self.finish()
+
+    def _forward(self, samples: list[NormalizedTask], progress: Progress | None) -> list[BlacklistDelta]:
+        for sample in samples:
+            self.rank_stage.add(sample)
+        self.counts.samples += len(samples)
+        if progress is None:
+            return []
+        return self._collect(self.rank_stage.progress(progress))
+
+    def _collect(self, results: list[RankResult]) -> list[BlacklistDelta]:
+        deltas = []
+        for result in results:
+            self.counts.rankings += 1
+            self.last_ranking = result
+            if self.on_ranking is not None:
+                self.on_ranking(result)
+            if result.delta is not None:
+                self.counts.deltas += 1
+                deltas.append(result.delta)
+        return deltas
