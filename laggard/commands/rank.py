@@ -110,22 +110,26 @@ def _integer(text: str, name: str) -> int:
         raise ValueError(f"{name} is not an integer: {text!r}") from None
 
 
-def read_trace(spec: str) -> Iterable[Event]:
-    """Events of ``--trace FORMAT:PATH`` from the trace readers of ``producers``."""
-    # --trace: the replayers own the formats; rank only needs their events.
+def read_trace(spec: str) -> Any:
+    """The ``Trace`` of ``--trace FORMAT:PATH``, from the replayers' readers (any format they read)."""
     try:
-        import producers
-    except ImportError:  # pragma: no cover - producers ships with laggard
-        producers = None  # type: ignore[assignment]
-    open_trace = getattr(producers, "open_trace", None)
-    if open_trace is None:
-        raise UserError("--trace needs the trace readers (producers.open_trace), which this build lacks; "
-                        "use --tasks FILE.csv")
+        from producers.registry import open_trace
+    except ImportError as exc:  # pragma: no cover - producers ships with laggard
+        raise UserError(f"--trace needs the trace readers of producers/, missing here ({exc})") from exc
     try:
-        trace = open_trace(spec)
+        return open_trace(spec)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
-    return trace  # type: ignore[no-any-return]
+    except OSError as exc:
+        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from exc
+
+
+def trace_report(trace: Any) -> ReadReport:
+    """The reading counters of an iterated ``Trace`` in this command's terms."""
+    report = ReadReport(rows=sum(trace.finished.values()), bad=trace.bad_rows)
+    report.examples = [f"{bad['file']} line {bad['line']}: {bad['reason']}" for bad in trace.bad_examples]
+    report.examples = report.examples[:MAX_EXAMPLES]
+    return report
 
 
 # --- ranking ------------------------------------------------------------------------------------
@@ -243,11 +247,15 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
     if (tasks is None) == (trace is None):
         raise click.UsageError("give exactly one of --tasks FILE.csv or --trace FORMAT:PATH")
     config = _config(policy, min_tasks, significance_floor, max_fraction, seed)
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # log lines stay whole for grep
     started = time.perf_counter()
     report = ReadReport()
-    events: Iterable[Event] = read_task_csv(tasks, report) if tasks is not None else read_trace(str(trace))
-    ranking, samples = rank_events(sorted(events, key=_event_order) if tasks is not None else events, config)
+    if tasks is not None:
+        ranking, samples = rank_events(sorted(read_task_csv(tasks, report), key=_event_order), config)
+    else:
+        source = read_trace(str(trace))
+        ranking, samples = rank_events(source, config)  # a Trace streams its events in event-time order
+        report = trace_report(source)
     _report_reading(report, str(tasks or trace), samples, err)
     err.print(f"ranked {len(ranking.ranked)} nodes, blacklisted {len(ranking.blacklist)} "
               f"in {time.perf_counter() - started:.2f} s")

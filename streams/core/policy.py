@@ -75,8 +75,14 @@ class BlacklistPolicy:
         fresh = [node for node in candidates if node not in dwelling]
         places = max(0, cap - len(forced) - len(dwelling))
         chosen, note = self._select([stats[node] for node in fresh], places, set(listed), window[1])
-        verdicts: dict[str, Verdict] = {}
-        for node in sorted(set(stats) | forced | set(listed)):
+        special = forced | dwelling | chosen | set(listed)
+        # Most nodes of a large cluster are simply not eligible: their verdict is the reason why not.
+        verdicts = {
+            node: Verdict(node, False, False, reason)
+            for node, reason in why_not.items()
+            if reason is not None and node not in special
+        }
+        for node in sorted(special | (set(stats) - set(verdicts))):
             verdicts[node] = self._verdict(node, stats.get(node), why_not.get(node), forced, dwelling,
                                            chosen, note, listed, window, depth)
         return verdicts

@@ -71,7 +71,8 @@ class NodeRanker:
             for node, v in verdicts.items()
         ]
         rows.sort(key=lambda row: (row.level is None, row.level, row.node_id))
-        return Ranking(start, end, self.config.policy, tuple(rows), self.config.cap(len(stats)))
+        return Ranking(start, end, self.config.policy, tuple(rows), self.config.cap(len(stats)),
+                       self._windows.mean_count)
 
     def decide(self, now_us: int) -> BlacklistDelta | None:
         """Rank, then move the blacklist to the verdicts; return the delta, None when nothing changed."""

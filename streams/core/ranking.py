@@ -48,6 +48,7 @@ class Ranking:
     policy: str
     nodes: tuple[NodeRank, ...]
     cap: int
+    mean_count: float = 0.0  # mean samples per node in the window, for ML-NA's normalised count
 
     @property
     def blacklist(self) -> frozenset[str]:
@@ -65,7 +66,7 @@ class Ranking:
         """The ``node-scores`` records of this window, one per node with samples."""
         return [
             NodeScore(row.node_id, self.window_start_us, self.window_end_us, s.n, s.mean, s.std,
-                      s.ci_low, s.ci_high, s.normalized_count)
+                      s.ci_low, s.ci_high, s.n / self.mean_count if self.mean_count else 0.0)
             for row in self.nodes
             if (s := row.stats) is not None
         ]

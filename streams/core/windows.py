@@ -3,9 +3,9 @@
 The window ending at ``end`` covers event times ``[end - window_size_us, end)``; ends fall on
 multiples of ``step_us`` (hopping windows: size 1 h, step = the ranking period, 5 min, by default).
 For each node: n, mean, population std (DSB divides by n) and the Student-t interval
-``mean ± t(confidence/2 + 1/2, n-1) · std / √n`` (none for n < 2), plus ML-NA's task count
-normalised against all nodes of the window: ``n / (mean n over the nodes seen)``, so 1.0 is an
-average load.
+``mean ± t(confidence/2 + 1/2, n-1) · std / √n`` (none for n < 2). ML-NA's task count normalised
+against all nodes of the window is ``n / mean_count`` (``mean_count``: the mean n over the nodes seen),
+so 1.0 is an average load.
 
 Samples are keyed by (job_id, task_id): a later sample of the same task replaces the earlier one, so
 a final z-value replaces its provisional one and a redelivered record does not count twice.
@@ -38,7 +38,6 @@ class NodeStats:
     std: float
     ci_low: float | None
     ci_high: float | None
-    normalized_count: float = 1.0
 
 
 @lru_cache(maxsize=4096)
@@ -76,7 +75,7 @@ class NodeWindows:
     >>> windows.advance(600_000_000)
     (-3000000000, 600000000)
     >>> s = windows.stats()["n1"]
-    >>> s.n, round(s.mean, 6), s.normalized_count
+    >>> s.n, round(s.mean, 6), s.n / windows.mean_count
     (3, 0.2, 1.0)
     >>> windows.advance(4_200_000_000)  # an hour later every sample has expired
     (600000000, 4200000000)
@@ -94,6 +93,7 @@ class NodeWindows:
         self._reset()
 
     def _reset(self) -> None:
+        self._total = 0  # sum of n over the cached nodes
         self._samples: dict[str, dict[_Key, tuple[int, float]]] = {}  # node -> key -> (ts, z)
         self._node_of: dict[_Key, str] = {}
         self._expiry: list[tuple[int, str, str]] = []  # (ts, job, task) of every stored sample
@@ -147,12 +147,21 @@ class NodeWindows:
                 self._dirty.add(node)
                 if not self._samples[node]:
                     del self._samples[node]
-        while self._pending and self._pending[0][0] < end:
-            ts, job, task = heapq.heappop(self._pending)
-            node = self._current_node(ts, (job, task))
-            if node is not None:
-                self._dirty.add(node)
+        if self._pending and self._pending[0][0] < end:
+            self._admit(end)
         return start, end
+
+    def _admit(self, end: int) -> None:
+        # One linear pass rather than a pop per sample: before the first window, or after a restore,
+        # every stored sample may be pending at once.
+        waiting = []
+        for ts, job, task in self._pending:
+            if ts >= end:
+                waiting.append((ts, job, task))
+            elif (node := self._node_of.get((job, task))) is not None:
+                self._dirty.add(node)
+        heapq.heapify(waiting)
+        self._pending = waiting
 
     def stats(self) -> dict[str, NodeStats]:
         """Statistics of every node with at least one sample in the current window."""
@@ -161,19 +170,19 @@ class NodeWindows:
             return {}
         start, end = window
         for node in self._dirty:
+            old = self._cache.pop(node, None)
+            self._total -= 0 if old is None else old.n
             values = [z for ts, z in self._samples.get(node, {}).values() if start <= ts < end]
             if values:
                 self._cache[node] = summarize(node, values, self.confidence)
-            else:
-                self._cache.pop(node, None)
+                self._total += len(values)
         self._dirty.clear()
-        if not self._cache:
-            return {}
-        mean_count = sum(s.n for s in self._cache.values()) / len(self._cache)
-        return {
-            node: NodeStats(s.node_id, s.n, s.mean, s.std, s.ci_low, s.ci_high, s.n / mean_count)
-            for node, s in sorted(self._cache.items())
-        }
+        return dict(self._cache)
+
+    @property
+    def mean_count(self) -> float:
+        """Mean number of samples per node seen in the window (as of the last ``stats``); 0 if none."""
+        return self._total / len(self._cache) if self._cache else 0.0
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-able state (every stored sample and the window end)."""

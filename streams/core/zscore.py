@@ -68,7 +68,7 @@ class JobNormalizer:
         self._jobs: dict[str, _Job] = {}
         self._finished: dict[str, int] = {}  # job id -> event time it became final
         self._finished_order: list[tuple[int, str]] = []  # heap over _finished, to forget in time order
-        self._idle: list[tuple[int, str]] = []  # (last_ts_us, job id); stale entries are skipped
+        self._idle: list[tuple[int, str]] = []  # (a past last_ts_us, job id), one per open job
         self._watermark = -1
         self.late_events = 0
 
@@ -90,12 +90,20 @@ class JobNormalizer:
     def expire(self, now_us: int) -> list[NormalizedTask]:
         """Finalise every job with no event in ``job_idle_timeout_us`` before ``now_us``."""
         out: list[NormalizedTask] = []
-        while self._idle and self._idle[0][0] + self.job_idle_timeout_us <= now_us:
-            last_ts, job_id = heapq.heappop(self._idle)
+        timeout = self.job_idle_timeout_us
+        # One heap entry per open job, refreshed lazily: an entry older than its job's last event is
+        # pushed again with the newer time instead of finalising the job.
+        while self._idle and self._idle[0][0] + timeout <= now_us:
+            _, job_id = heapq.heappop(self._idle)
             job = self._jobs.get(job_id)
-            if job is not None and job.last_ts_us == last_ts:
-                out.extend(self._finalise(job_id, last_ts + self.job_idle_timeout_us))
-        self._forget_finished(now_us)
+            if job is None:
+                continue
+            if job.last_ts_us + timeout <= now_us:
+                out.extend(self._finalise(job_id, job.last_ts_us + timeout))
+            else:
+                heapq.heappush(self._idle, (job.last_ts_us, job_id))
+        if self._finished_order and self._finished_order[0][0] < now_us - timeout:
+            self._forget_finished(now_us)
         return out
 
     def flush(self) -> list[NormalizedTask]:
@@ -148,9 +156,9 @@ class JobNormalizer:
         job = self._jobs.get(event.job_id)
         if job is None:
             job = self._jobs[event.job_id] = _Job(event.ts_us)
-        if event.ts_us >= job.last_ts_us:
-            job.last_ts_us = event.ts_us
             heapq.heappush(self._idle, (event.ts_us, event.job_id))
+        elif event.ts_us > job.last_ts_us:
+            job.last_ts_us = event.ts_us
         if isinstance(event, JobFinish):
             return self._finalise(event.job_id, event.ts_us)
         if isinstance(event, JobStart):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -56,8 +57,7 @@ node_values = st.dictionaries(
 @given(configs, node_values, st.sets(st.sampled_from([f"n{i}" for i in range(25)]), max_size=3))
 def test_blacklist_never_exceeds_the_cap_and_respects_every_guard(config, values, deny) -> None:
     allow = {f"n{i}" for i in range(20, 25)} - deny
-    config = RankingConfig(**{**{f: getattr(config, f) for f in config.__slots__}, "allow_list": allow,
-                              "deny_list": deny})
+    config = replace(config, allow_list=frozenset(allow), deny_list=frozenset(deny))
     stats = {name: summarize(name, v) for name, v in values.items()}
     verdicts = judge(config, stats)
     chosen = blacklisted(verdicts)
