@@ -58,6 +58,8 @@ def read_task_csv(path: Path, report: ReadReport) -> list[TaskFinish]:
     with path.open(encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
         header = [name.strip() for name in next(reader, [])]
+        if not header:
+            raise UserError(f"{path} is empty: it needs a header {','.join(REQUIRED)}")
         missing = [name for name in REQUIRED if name not in header]
         if missing:
             raise UserError(f"{path}: missing column(s) {', '.join(missing)}; the header needs "
@@ -168,6 +170,9 @@ def ranking_document(ranking: Ranking) -> dict[str, Any]:
 def print_ranking(ranking: Ranking, console: Console) -> None:
     """Nodes by level, then the blacklist and why, for a person."""
     ranked = ranking.ranked
+    if not ranked:
+        console.print("nothing to rank: no job had 2 or more successful tasks with different durations")
+        return
     levels = 1 + max((row.level for row in ranked if row.level is not None), default=-1)
     console.print(f"[bold]{len(ranked)}[/] nodes ranked on [bold]{levels}[/] P-Cores levels, policy "
                   f"{ranking.policy}, cap {ranking.cap} node(s)")

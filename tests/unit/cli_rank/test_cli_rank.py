@@ -163,3 +163,18 @@ def test_help_names_every_option() -> None:
     for option in ("--tasks", "--trace", "--policy", "--min-tasks", "--significance-floor", "--max-fraction",
                    "--seed", "--json"):
         assert option in result.output
+
+
+def test_trace_option_ranks_any_replayer_format() -> None:
+    from producers.registry import open_trace
+
+    spec = "synthetic:nodes=40,slow=3,jobs=150,seed=2"
+    result = run("--trace", spec, "--json")
+    assert result.exit_code == 0, result.output
+    assert orjson.loads(result.stdout)["blacklist"] == open_trace(spec).ground_truth["slow_nodes"]
+
+
+@pytest.mark.parametrize("spec", ["nope:/x", "csv:/nonexistent/tasks.csv"])
+def test_a_bad_trace_gives_one_line(spec) -> None:
+    result = run("--trace", spec)
+    assert result.exit_code == 1 and result.output.startswith("Error: ") and "Traceback" not in result.output
