@@ -1,0 +1,138 @@
+"""``laggard run``: the stream pipeline in-process on a trace, no broker (SPEC 1, issue 4).
+
+The same stages the Kafka workers run (normalise per job, rank per period of event time) fed straight
+from a trace reader. It prints the final ranking, every blacklist delta and the counts; ``--json`` prints
+them as one document. On a synthetic trace it also scores detection against the injected slow nodes.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+import orjson
+from rich.console import Console
+
+from laggard.commands.options import settings_with
+from laggard.errors import UserError
+from laggard.report.progress import RunOutcome, run_with_progress, trace_time
+from streams.core.ranking_config import POLICIES
+from streams.local import LocalPipeline
+from streams.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FloorType(click.ParamType):
+    """A number, or ``none`` to disable the significance floor."""
+
+    name = "X|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or isinstance(value, float):
+            return value
+        if str(value).strip().lower() in ("none", "off"):
+            return "none"
+        try:
+            return float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)
+
+
+def ranking_options(func: F) -> F:
+    """The statistics and blacklist options shared by ``run`` and ``demo``; unset means the setting."""
+    positive = click.FloatRange(min=0, min_open=True)
+    options = [
+        click.option("--policy", type=click.Choice(POLICIES), help="blacklist policy [default: pcores]"),
+        click.option("--window", "window_size_s", type=positive, metavar="S",
+                     help="statistics window in seconds of event time [default: 3600]"),
+        click.option("--period", "ranking_period_s", type=positive, metavar="S",
+                     help="ranking period (window step) in seconds [default: 300]"),
+        click.option("--job-idle-timeout", "job_idle_timeout_s", type=positive, metavar="S",
+                     help="a job with no event for S seconds is final (traces without job ends) [default: 3600]"),
+        click.option("--min-tasks", type=click.IntRange(min=1), help="samples a node needs [default: 5]"),
+        click.option("--significance-floor", type=FloorType(),
+                     help="ci_low must exceed it; 'none' disables [default: 0.25]"),
+        click.option("--max-fraction", type=click.FloatRange(0, 1, min_open=True),
+                     help="most nodes blacklisted, fraction of nodes seen [default: 0.1]"),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def open_trace_or_fail(spec: str) -> Any:
+    """The trace of ``FORMAT:PATH``; a bad spec or a missing path is one line for the user."""
+    from producers.registry import open_trace
+
+    try:
+        return open_trace(spec)
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    except OSError as exc:
+        raise UserError(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)) from exc
+
+
+def make_pipeline(settings: Settings, partitions: int = 1, **kwargs: Any) -> LocalPipeline:
+    try:
+        return LocalPipeline(settings, partitions=partitions, **kwargs)
+    except ValueError as exc:  # a combination RankingConfig refuses
+        raise UserError(f"invalid settings: {exc}") from exc
+
+
+def describe_settings(settings: Settings) -> str:
+    floor = "none" if settings.significance_floor is None else f"{settings.significance_floor:g}"
+    return (f"policy {settings.policy}, window {settings.window_size_s:g} s, "
+            f"period {settings.ranking_period_s:g} s, job idle timeout {settings.job_idle_timeout_s:g} s, "
+            f"min tasks {settings.min_tasks}, significance floor {floor}, max fraction {settings.max_fraction:g}")
+
+
+@click.command("run")
+@click.option("--trace", "spec", required=True, metavar="FORMAT:PATH",
+              help="trace to run, e.g. google2011-events:DIR, csv:FILE or synthetic:nodes=60,slow=3")
+@click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
+              help="normalising partitions, as many as task-events has in the Kafka deployment to compare")
+@ranking_options
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout, nothing else")
+def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
+    """Run the pipeline in-process on a trace (no broker) and show the ranking, deltas and counts.
+
+    FORMAT is one of google2011-events, google2011-usage, alibaba2018, alibaba2017, alibaba2017-tasks, csv,
+    synthetic. Settings (LAGGARD_WINDOW_SIZE_S, LAGGARD_ALLOW_LIST, ...) apply; options override them.
+    Progress goes to stderr.
+    """
+    settings = settings_with(**ranking)
+    trace = open_trace_or_fail(spec)
+    pipeline = make_pipeline(settings, partitions)
+    err = Console(stderr=True, soft_wrap=True)
+    err.print(f"[bold]laggard run[/] {spec}: {describe_settings(settings)}, {partitions} partition(s)")
+    outcome = run_with_progress(trace, pipeline, err)
+    if as_json:
+        from laggard.report.documents import run_document
+
+        sys.stdout.buffer.write(orjson.dumps(run_document(outcome), option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        sys.stdout.flush()
+        return
+    print_outcome(outcome, Console())
+
+
+def print_outcome(outcome: RunOutcome, console: Console) -> None:
+    """Final ranking, every delta, counts and (synthetic traces) detection, as tables."""
+    from laggard.commands.rank import print_ranking
+    from laggard.report.documents import counts_dict
+    from laggard.report.terminal import print_counts, print_deltas, print_detection
+
+    last = outcome.pipeline.last_ranking
+    if last is None:
+        console.print("No ranking: the trace held no event with a time.")
+    else:
+        ranking = last.ranking
+        console.print(f"[bold]Final ranking[/], window {trace_time(max(0, ranking.window_start_us))} to "
+                      f"{trace_time(ranking.window_end_us)} of event time")
+        print_ranking(ranking, console)
+    print_deltas(outcome.deltas, console)
+    print_counts(counts_dict(outcome), console)
+    if outcome.detection is not None:
+        print_detection(outcome.detection, console)

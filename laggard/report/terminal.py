@@ -1,0 +1,70 @@
+"""Tables for a person at a terminal: every delta, the run's counts, and how detection went."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from laggard.report.progress import trace_time
+from streams.core.detection_metrics import DetectionScore
+from streams.core.events import BlacklistDelta
+
+
+def interval(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+
+
+def print_deltas(deltas: list[BlacklistDelta], console: Console) -> None:
+    """Each delta as a heading line, then one line per node added (statistics, reason) or removed (reason).
+
+    Lines rather than a table: the reasons are sentences and must stay whole in a narrow terminal.
+    """
+    if not deltas:
+        console.print("\n[bold]Deltas[/]: none (the blacklist never changed)")
+        return
+    console.print(f"\n[bold]Deltas[/] ({len(deltas)}):")
+    for delta in deltas:
+        console.print(f"[bold]v{delta.version}[/] at trace time {trace_time(delta.issued_at_us)} "
+                      f"(window {trace_time(max(0, delta.window_start_us))} to {trace_time(delta.window_end_us)})")
+        for entry in delta.added:
+            console.print(f"  [red]+ {entry.node_id}[/]: {entry.reason}")  # the reason holds the statistics
+        for removed in delta.removed:
+            console.print(f"  [green]- {removed.node_id}[/]: {removed.reason}")
+
+
+def print_counts(counts: dict[str, Any], console: Console) -> None:
+    """The reading and pipeline counters of ``documents.counts_dict``."""
+    table = Table(title="Counts", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for name in ("events", "tasks", "jobs", "skipped", "bad_rows", "samples", "rankings", "deltas"):
+        table.add_row(name.replace("_", " "), f"{counts[name]:,}")
+    for status, number in counts["finished"].items():
+        table.add_row(f"finished {status}", f"{number:,}")
+    for reason, number in counts["invalid"].items():
+        table.add_row(f"invalid: {reason}", f"{number:,}")
+    table.add_row("seconds", f"{counts['seconds']:.2f}")
+    console.print(table)
+    for bad in counts["bad_examples"]:
+        console.print(f"  bad row, {bad['file']} line {bad['line']}: {bad['reason']}")
+
+
+def fraction(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.0%}"
+
+
+def print_detection(score: DetectionScore, console: Console) -> None:
+    """Against the synthetic ground truth: which slow nodes were caught, how fast, and any false alarm."""
+    table = Table(title="Detection against the injected slow nodes", title_justify="left")
+    for name in ("slow node", "first blacklisted", "after onset"):
+        table.add_column(name, justify="right" if name == "after onset" else "left")
+    for node, delay in score.onset_to_blacklist_s.items():
+        first = score.first_blacklisted_us(node)
+        table.add_row(node, "[red]never[/]" if first is None else trace_time(first),
+                      "-" if delay is None else f"{delay:,.0f} s")
+    console.print(table)
+    wrong = ", ".join(score.false_positives) or "none"
+    console.print(f"precision {fraction(score.precision)}, recall {fraction(score.recall)}; "
+                  f"false positives: {wrong}")

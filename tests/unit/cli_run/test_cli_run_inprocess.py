@@ -1,0 +1,148 @@
+"""`laggard run`: the in-process pipeline on synthetic and CSV traces, its JSON document, its tables, mistakes."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+from producers.registry import open_trace
+from streams.local import LocalPipeline
+from streams.settings import Settings
+
+SPEC = "synthetic:nodes=40,slow=3,jobs=150,seed=1"
+HEADER = "job_id,task_id,node_id,start_us,end_us,status"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, ["run", *args])
+
+
+@pytest.fixture(scope="module")
+def document() -> dict:
+    result = invoke("--trace", SPEC, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") == 1  # one document, one line, nothing else on stdout
+    return json.loads(result.stdout)
+
+
+def test_json_run_blacklists_exactly_the_injected_slow_nodes(document):
+    slow = document["ground_truth"]["slow_nodes"]
+    assert document["blacklist"] == slow
+    added = sorted(entry["node_id"] for delta in document["deltas"] for entry in delta["added"])
+    assert added == slow
+    assert document["detection"]["precision"] == 1.0
+    assert document["detection"]["recall"] == 1.0
+    assert document["detection"]["false_positives"] == []
+    assert set(document["detection"]["onset_to_blacklist_s"]) == set(slow)
+
+
+def test_json_deltas_equal_the_in_process_runner_and_carry_their_statistics(document):
+    expected = list(LocalPipeline(Settings()).run(open_trace(SPEC)))
+    assert [d["version"] for d in document["deltas"]] == [d.version for d in expected]
+    assert [sorted(e["node_id"] for e in d["added"]) for d in document["deltas"]] == [
+        sorted(e.node_id for e in d.added) for d in expected
+    ]
+    for delta in document["deltas"]:
+        for entry in delta["added"]:
+            assert entry["n"] >= 5 and entry["ci_low"] > 0.25 and entry["reason"]
+
+
+def test_json_ranking_and_counts_describe_the_run(document):
+    ranking = document["ranking"]
+    assert ranking["window_end_us"] > ranking["window_start_us"]
+    listed = {row["node_id"] for row in ranking["nodes"] if row["blacklisted"]}
+    assert listed == set(document["blacklist"])
+    for row in ranking["nodes"]:
+        if row["ci_low"] is not None:
+            assert row["ci_low"] <= row["mean"] <= row["ci_high"]
+    counts = document["counts"]
+    trace = open_trace(SPEC)
+    events = sum(1 for _ in trace)
+    assert counts["events"] == events and counts["jobs"] == trace.jobs == 150
+    assert counts["samples"] == counts["finished"]["SUCCEEDED"]
+    assert counts["deltas"] == len(document["deltas"]) and counts["rankings"] > counts["deltas"]
+    assert counts["bad_rows"] == 0 and counts["invalid"] == {}
+
+
+def test_a_healthy_cluster_gets_no_blacklist_unless_the_floor_is_disabled():
+    healthy = "synthetic:nodes=40,slow=0,jobs=120,seed=2"
+    guarded = json.loads(invoke("--trace", healthy, "--json").stdout)
+    assert guarded["deltas"] == [] and guarded["blacklist"] == []
+    assert guarded["detection"]["precision"] is None  # nothing blacklisted: precision undefined
+    bare = json.loads(invoke("--trace", healthy, "--json", "--significance-floor", "none").stdout)
+    assert bare["blacklist"], "plain DSB level 0 lists healthy nodes by chance"
+    ever = sorted({entry["node_id"] for delta in bare["deltas"] for entry in delta["added"]})
+    assert bare["detection"]["false_positives"] == ever and bare["detection"]["precision"] == 0.0
+
+
+def write_csv(path: Path, slow: tuple[str, ...], jobs: int = 150, seed: int = 3) -> Path:
+    """40 nodes; tasks on ``slow`` nodes take 1.8x; one job every 30 s; a bad row at the end."""
+    rng = random.Random(seed)
+    lines = [HEADER]
+    for job in range(jobs):
+        arrival = 1 + job * 30_000_000
+        size = 60 * math.exp(rng.gauss(0, 0.5))
+        for task in range(rng.randint(20, 50)):
+            node = f"n{rng.randrange(40):02d}"
+            duration = int(size * rng.paretovariate(3.0) * (1.8 if node in slow else 1.0) * 1e6)
+            lines.append(f"j{job},t{task},{node},{arrival},{arrival + duration},SUCCEEDED")
+    lines.append("jx,t0,n01,100,50,SUCCEEDED")  # ends before it starts
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_csv_run_prints_ranking_deltas_and_counts(tmp_path):
+    slow = ("n05", "n22")
+    path = write_csv(tmp_path / "tasks.csv", slow)
+    idle = ("--job-idle-timeout", "600")  # a CSV has no job ends: its jobs are final once idle
+    result = invoke("--trace", f"csv:{path}", *idle)
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Final ranking" in out and "Nodes by level" in out
+    blacklist = out.split("Blacklist", 1)[1].split("Deltas", 1)[0]
+    assert all(node in blacklist for node in slow)
+    assert "v1 at trace time" in out and "+ n05" in out and "+ n22" in out
+    assert "bad rows" in out and "line" in out  # the bad row is counted and shown
+    document = json.loads(invoke("--trace", f"csv:{path}", "--json", *idle).stdout)
+    assert document["blacklist"] == sorted(slow)
+    assert document["counts"]["bad_rows"] == 1
+    assert "ground_truth" not in document and "detection" not in document
+
+
+def test_options_reach_the_pipeline():
+    result = invoke("--trace", SPEC, "--json", "--window", "1800", "--period", "600", "--policy", "pcores-top-k")
+    document = json.loads(result.stdout)
+    ranking = document["ranking"]
+    assert ranking["window_end_us"] - ranking["window_start_us"] <= 1800 * 10**6
+    assert ranking["window_end_us"] % (600 * 10**6) == 0
+    assert all(delta["policy"] == "pcores-top-k" for delta in document["deltas"])
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("nosuch:/tmp/x", "unknown trace format"),
+        ("csv:/no/such/file.csv", "/no/such/file.csv"),
+        ("synthetic:bogus=1", "unknown key"),
+        ("csv", "names no path"),
+    ],
+)
+def test_a_bad_trace_is_one_error_line(spec, words):
+    result = invoke("--trace", spec)
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and words in lines[0], result.stderr
+    assert result.stdout == ""
+
+
+def test_bad_options_are_usage_errors():
+    assert invoke().exit_code == 2  # --trace is required
+    assert invoke("--trace", SPEC, "--partitions", "0").exit_code == 2
+    assert invoke("--trace", SPEC, "--significance-floor", "high").exit_code == 2
+    assert "FORMAT:PATH" in invoke("--help").stdout
