@@ -61,9 +61,7 @@ def open_trace(spec: str) -> Trace:
     name = name.strip()
     if name not in _READERS:
         known = ", ".join(FORMATS)
-        raise ValueError(
-            f"unknown trace format {name!r} in {spec!r}: expected FORMAT:PATH, FORMAT one of {known}"
-        )
+        raise ValueError(f"unknown trace format {name!r} in {spec!r}: expected FORMAT:PATH, FORMAT one of {known}")
     if name == "synthetic":
         from producers.synthetic import SyntheticCluster, parse_config
 
@@ -86,9 +84,7 @@ def _load_reader(name: str) -> Callable[[Path, ReadStats], Iterator[Event]]:
     except ModuleNotFoundError as exc:
         if exc.name != module_name:
             raise
-        raise ValueError(
-            f"trace format {name!r} is not available in this installation ({module_name})"
-        ) from None
+        raise ValueError(f"trace format {name!r} is not available in this installation ({module_name})") from None
     read = getattr(module, function)
     if name == "google2011-usage":
         return _usage_reader(read)

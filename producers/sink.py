@@ -65,7 +65,7 @@ class JsonLinesSink:
 
 def compression_type() -> str:
     """The best codec this kafka-python can use without packages it does not ship with."""
-    from kafka import codec  # type: ignore[attr-defined]
+    from kafka import codec
 
     return "lz4" if codec.has_lz4() else "gzip"
 
@@ -73,9 +73,7 @@ def compression_type() -> str:
 class KafkaSink:
     """Publishes events to laggard's topics; ``sent`` counts acknowledged records after ``close()``."""
 
-    def __init__(
-        self, settings: Settings, task_topic: str | None = None, job_topic: str | None = None
-    ) -> None:
+    def __init__(self, settings: Settings, task_topic: str | None = None, job_topic: str | None = None) -> None:
         from streams import kafka_clients
         from streams.serde import codec, topics
 

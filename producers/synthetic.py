@@ -157,9 +157,7 @@ class SyntheticCluster:
         while pending:
             yield heapq.heappop(pending)[-1]
 
-    def _job(
-        self, rng: random.Random, job: int, arrival_us: int
-    ) -> list[tuple[int, int, int, int, int, Event]]:
+    def _job(self, rng: random.Random, job: int, arrival_us: int) -> list[tuple[int, int, int, int, int, Event]]:
         low, high = self.config.tasks
         count = rng.randint(low, high)
         job_id = f"job-{job:05d}"
@@ -213,9 +211,7 @@ class _Task:
             features = self._features(start_us, elapsed, work_s * US_PER_S, stretch)
             events.append(TaskCheckpoint(self.job_id, self.task_id, attempt, name, start_us + elapsed,
                                          elapsed, features))  # fmt: skip
-        events.append(
-            TaskFinish(self.job_id, self.task_id, attempt, name, start_us + duration, duration, status)
-        )
+        events.append(TaskFinish(self.job_id, self.task_id, attempt, name, start_us + duration, duration, status))
         return events
 
     def _duration_us(self, start_us: int, work_us: float, stretch: float) -> int:

@@ -51,9 +51,7 @@ def header_of(path: str | Path) -> list[str]:
     names = [name.strip() for name in header]
     missing = [name for name in REQUIRED if name not in names]
     if missing:
-        raise ValueError(
-            f"{path}: header lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED)}"
-        )
+        raise ValueError(f"{path}: header lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED)}")
     return names
 
 
