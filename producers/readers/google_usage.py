@@ -22,7 +22,8 @@ Placement on the clock (event time, microseconds of the trace):
   finish, then task index).
 
 Features of a checkpoint are causal: the duration-weighted running mean of each usage column over the
-rows so far, and the running counts of evictions (EV) and failures (FL). Nothing after the checkpoint's
+measured rows so far (a row with every usage column 0 is a missing measurement, see ``_Features``), and
+the running counts of evictions (EV) and failures (FL). Nothing after the checkpoint's
 row is read into it, and rows are never weighted by the task's final latency (Nurd's code does that,
 which leaks the answer).
 
@@ -93,7 +94,12 @@ def _parse(fields: list[str]) -> _Row | str:
 
 
 class _Features:
-    """Running, duration-weighted means of the usage columns and running counts of EV and FL."""
+    """Running, duration-weighted means of the usage columns and running counts of EV and FL.
+
+    A row whose usage columns are all zero is a missing measurement (Nurd's scripts wrote missing values
+    as 0): its window counts as running time but not in the means. Until a measured row arrives the
+    features hold only the counts, and the prediction methods skip such incomplete vectors.
+    """
 
     def __init__(self) -> None:
         self.weight = 0
@@ -104,16 +110,19 @@ class _Features:
         self.fl = 0.0
 
     def add(self, row: _Row) -> dict[str, float]:
-        window = row.end_us - row.start_us
-        self.weight += window
-        self.rows += 1
-        self.sums = [s + u * window for s, u in zip(self.sums, row.usage, strict=True)]
-        self.plain = [s + u for s, u in zip(self.plain, row.usage, strict=True)]
         self.ev += row.ev
         self.fl += row.fl
-        weighted = self.weight > 0
-        means = [s / self.weight for s in self.sums] if weighted else [s / self.rows for s in self.plain]
-        features = dict(zip(USAGE, means, strict=True))
+        if any(row.usage):
+            window = row.end_us - row.start_us
+            self.weight += window
+            self.rows += 1
+            self.sums = [s + u * window for s, u in zip(self.sums, row.usage, strict=True)]
+            self.plain = [s + u for s, u in zip(self.plain, row.usage, strict=True)]
+        features: dict[str, float] = {}
+        if self.rows:
+            weighted = self.weight > 0
+            means = [s / self.weight for s in self.sums] if weighted else [s / self.rows for s in self.plain]
+            features.update(zip(USAGE, means, strict=True))
         features["EV"] = self.ev
         features["FL"] = self.fl
         return features

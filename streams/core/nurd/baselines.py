@@ -1,0 +1,120 @@
+"""Baselines that share Nurd's ``observe(event) -> list[StragglerPrediction]`` verb (SPEC 4).
+
+* ``SpeculationJob``: Spark's speculation rule: once a quantile q of the job's tasks finished, flag a
+  running task whose elapsed time exceeds multiplier x the median finished duration.
+* ``HadoopJob``: once 5 % finished, flag a running task whose elapsed time exceeds mean + k std of the
+  finished durations (Hadoop's LATE-style rule).
+* ``OutlierJob``: River HalfSpaceTrees on checkpoint features; flag when a task's anomaly score is in
+  the top tenth of the scores seen in the job so far. It never looks at latency, which is the point:
+  stragglers are outliers in latency, not necessarily in feature space.
+
+These decide on elapsed time or features only, never on tau: the oracle threshold does not apply.
+
+>>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
+>>> spark = SpeculationJob(quantile=0.5, multiplier=1.5)
+>>> _ = spark.observe(JobStart("j", 0, declared_tasks=2))
+>>> _ = spark.observe(TaskFinish("j", "a", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
+>>> [f.task_id for f in spark.observe(TaskCheckpoint("j", "b", 0, "n2", 16_000_000, 16_000_000, {}))]
+['b']
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from river import anomaly, preprocessing, stats
+
+from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
+from streams.core.nurd.tasks import JobTasks
+
+
+def _flag(event: TaskCheckpoint, method: str, limit_s: float, score: float | None = None) -> StragglerPrediction:
+    elapsed = float(event.elapsed_us)
+    value = elapsed if score is None else score
+    return StragglerPrediction(
+        event.job_id, event.task_id, event.attempt, event.node_id, event.ts_us, event.elapsed_us,
+        predicted_us=value, adjusted_us=value, threshold_us=limit_s * 1e6 if score is None else limit_s,
+        weight=1.0, method=method,
+    )  # fmt: skip
+
+
+class _ElapsedRule:
+    """Flag a running task once its elapsed time passes ``limit()``; each task once."""
+
+    method = "elapsed"
+
+    def __init__(self, start_fraction: float) -> None:
+        self.tasks = JobTasks(initial_fraction=start_fraction)
+        self.flagged: set[str] = set()
+
+    def limit(self) -> float:
+        raise NotImplementedError
+
+    def observe(self, event: Event) -> list[StragglerPrediction]:
+        self.tasks.update(event)
+        if not isinstance(event, TaskCheckpoint) or event.task_id in self.flagged or not self.tasks.ready:
+            return []
+        limit = self.limit()
+        if event.elapsed_us / 1e6 <= limit:
+            return []
+        self.flagged.add(event.task_id)
+        return [_flag(event, self.method, limit)]
+
+
+class SpeculationJob(_ElapsedRule):
+    """Spark speculation: after ``quantile`` of tasks finished, elapsed > ``multiplier`` x median."""
+
+    def __init__(self, quantile: float = 0.75, multiplier: float = 1.5) -> None:
+        super().__init__(start_fraction=quantile)
+        self.quantile = quantile
+        self.multiplier = multiplier
+        self.method = f"spark-q{quantile:g}-m{multiplier:g}"
+
+    def limit(self) -> float:
+        return self.multiplier * statistics.median(self.tasks.durations_s)
+
+
+class HadoopJob(_ElapsedRule):
+    """Hadoop: after ``start_fraction`` finished, elapsed > mean + ``k`` x std of finished durations."""
+
+    method = "hadoop"
+
+    def __init__(self, start_fraction: float = 0.05, k: float = 1.0) -> None:
+        super().__init__(start_fraction=start_fraction)
+        self.start_fraction = start_fraction
+        self.k = k
+
+    def limit(self) -> float:
+        durations = self.tasks.durations_s
+        return statistics.fmean(durations) + self.k * statistics.pstdev(durations)
+
+
+class OutlierJob:
+    """HalfSpaceTrees on min-max scaled checkpoint features; flag scores in the job's running top tenth."""
+
+    method = "hst"
+
+    def __init__(self, quantile: float = 0.9, initial_fraction: float = 0.04, seed: int = 42) -> None:
+        self.quantile = quantile
+        self.initial_fraction = initial_fraction
+        self.seed = seed
+        self._model = preprocessing.MinMaxScaler() | anomaly.HalfSpaceTrees(seed=seed)
+        self._scores = stats.Quantile(quantile)
+        self.tasks = JobTasks(initial_fraction=initial_fraction)
+        self.flagged: set[str] = set()
+
+    def observe(self, event: Event) -> list[StragglerPrediction]:
+        self.tasks.update(event)
+        if not isinstance(event, TaskCheckpoint) or not self.tasks.complete(event.features):
+            return []
+        x = dict(event.features)
+        score = float(self._model.score_one(x))
+        self._model.learn_one(x)
+        self._scores.update(score)
+        if event.task_id in self.flagged or not self.tasks.ready:
+            return []
+        limit = self._scores.get()
+        if limit is None or score <= limit:
+            return []
+        self.flagged.add(event.task_id)
+        return [_flag(event, self.method, float(limit), score=score)]

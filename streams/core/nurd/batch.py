@@ -1,0 +1,138 @@
+"""nurd-batch: the paper's method, scikit-learn models refit from scratch at every checkpoint (SPEC 4).
+
+At each checkpoint of a running task (once ``initial_fraction`` finished): h = GradientBoostingRegressor
+fit on all finished tasks' last vectors and durations; g = LogisticRegression (on standardised features)
+fit on finished (1) against the current vectors of all running tasks (0); the same calibration and
+decision as ``NurdJob``. scikit-learn is an optional dependency (``pip install laggard[batch]``) and is
+imported only when this class is built.
+
+Cost: ``n_estimators`` defaults to 30 (scikit-learn's default is 100, the authors' code uses the default)
+so that refitting at every one of the ~21,000 checkpoints of the shared traces stays affordable; the
+log-target and max_depth=3 are as in ``NurdJob``/sklearn defaults. ``refit`` = "every-checkpoint" is the
+paper's protocol literally; "on-change" refits h only when a task finished since the last fit, which
+gives the same predictions (the fit is deterministic: same data, same ``random_state``) for less time.
+
+>>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
+>>> from streams.core.nurd.threshold import Oracle
+>>> job = NurdBatchJob(Oracle(tau_s=1e9), initial_fraction=0.5)
+>>> _ = job.observe(JobStart("j", 0, declared_tasks=2))
+>>> _ = job.observe(TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {"cpu": 0.1}))
+>>> _ = job.observe(TaskFinish("j", "a", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
+>>> job.observe(TaskCheckpoint("j", "b", 0, "n2", 20_000_000, 20_000_000, {"cpu": 0.9}))
+[]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Literal
+
+from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
+from streams.core.nurd.calibration import delta_at_first_prediction, weight
+from streams.core.nurd.tasks import Features, JobTasks
+from streams.core.nurd.threshold import Threshold
+
+
+class NurdBatchJob:
+    """Nurd with batch scikit-learn models refit at every checkpoint; same verbs and features as ``NurdJob``.
+
+    h sees the usage features; g sees them plus log(1 + elapsed seconds), as in ``NurdJob``.
+    """
+
+    method = "nurd-batch"
+
+    def __init__(
+        self,
+        threshold: Threshold,
+        alpha: float = 0.5,
+        epsilon: float = 0.05,
+        initial_fraction: float = 0.04,
+        n_estimators: int = 30,
+        log_target: bool = True,
+        refit: Literal["every-checkpoint", "on-change"] = "every-checkpoint",
+        seed: int = 42,
+    ) -> None:
+        self.threshold = threshold
+        self.alpha = alpha
+        self.epsilon = epsilon
+        self.initial_fraction = initial_fraction
+        self.n_estimators = n_estimators
+        self.log_target = log_target
+        self.refit = refit
+        self.seed = seed
+        from sklearn.ensemble import GradientBoostingRegressor
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        self._new_h: Callable[[], Any] = lambda: GradientBoostingRegressor(n_estimators=n_estimators, random_state=seed)
+        self._new_g: Callable[[], Any] = lambda: make_pipeline(StandardScaler(), LogisticRegression(random_state=seed))
+        self.tasks = JobTasks(initial_fraction=initial_fraction)
+        self.rho: float | None = None
+        self.delta: float | None = None
+        self.flagged: set[str] = set()
+        self._elapsed_s: dict[str, float] = {}  # latest elapsed time of each task (final for finished)
+        self._h: Any = None
+        self._h_size = -1
+
+    def observe(self, event: Event) -> list[StragglerPrediction]:
+        """Learn from ``event``; return the predictions it triggers (at most one, for a checkpoint)."""
+        self.tasks.update(event)
+        if isinstance(event, TaskFinish) and event.succeeded:
+            self.threshold.estimate(event.task_id, event.duration_us / 1e6)
+        if not isinstance(event, TaskCheckpoint):
+            return []
+        self._elapsed_s[event.task_id] = event.elapsed_us / 1e6
+        if event.task_id in self.flagged or not self.tasks.ready or not self.tasks.complete(event.features):
+            return []
+        finished = {t: x for t, x in self.tasks.finished.items() if self.tasks.complete(x)}
+        running = {t: x for t, x in self.tasks.running.items() if self.tasks.complete(x)}
+        if not finished:
+            return []
+        names = sorted(self.tasks.names)
+        predicted = self._predict_latency(names, finished, event.features)
+        z = self._propensity(names, finished, running, event.task_id)
+        if self.delta is None:
+            self.rho, self.delta = delta_at_first_prediction(
+                list(finished.values()), list(running.values()), self.alpha
+            )
+        w = weight(z, self.delta, self.epsilon)
+        adjusted = predicted / w
+        self.threshold.estimate(event.task_id, max(adjusted, event.elapsed_us / 1e6))
+        tau = self.threshold.value()
+        if tau is None or adjusted < tau:
+            return []
+        self.flagged.add(event.task_id)
+        flag = StragglerPrediction(
+            event.job_id, event.task_id, event.attempt, event.node_id, event.ts_us, event.elapsed_us,
+            predicted_us=predicted * 1e6, adjusted_us=adjusted * 1e6, threshold_us=tau * 1e6,
+            weight=w, method=self.method,
+        )  # fmt: skip
+        return [flag]
+
+    def _predict_latency(self, names: list[str], finished: dict[str, Features], x: Features) -> float:
+        if self.refit == "every-checkpoint" or self._h_size != len(finished):
+            durations = dict(zip(self.tasks.finished, self.tasks.durations_s, strict=True))
+            targets = [durations[t] for t in finished]
+            if self.log_target:
+                targets = [math.log(max(d, 1e-3)) for d in targets]
+            self._h = self._new_h().fit([_row(names, v) for v in finished.values()], targets)
+            self._h_size = len(finished)
+        raw = float(self._h.predict([_row(names, x)])[0])
+        return math.exp(min(raw, 50.0)) if self.log_target else max(raw, 0.0)
+
+    def _propensity(
+        self, names: list[str], finished: dict[str, Features], running: dict[str, Features], task: str
+    ) -> float:
+        def timed(t: str, x: Features) -> list[float]:
+            return [*_row(names, x), math.log1p(self._elapsed_s.get(t, 0.0))]
+
+        rows = [timed(t, x) for t, x in finished.items()] + [timed(t, x) for t, x in running.items()]
+        labels = [1] * len(finished) + [0] * len(running)
+        g = self._new_g().fit(rows, labels)
+        return float(g.predict_proba([timed(task, running[task])])[0][1])
+
+
+def _row(names: list[str], features: Features) -> list[float]:
+    return [features.get(name, 0.0) for name in names]
