@@ -146,7 +146,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     )
     finished = ", ".join(f"{status} {count:,}" for status, count in summary["finished"].items())
     click.echo(f"finishes: {finished or 'none'}", file=err)
-    click.echo(f"skipped: {summary['skipped']:,} {summary['skip_reasons'] or ''}", file=err)
+    reasons = "; ".join(f"{reason}: {count:,}" for reason, count in summary["skip_reasons"].items())
+    click.echo(f"skipped: {summary['skipped']:,}" + (f" ({reasons})" if reasons else ""), file=err)
     click.echo(f"bad rows: {summary['bad_rows']:,}", file=err)
     for bad in summary["bad_examples"]:
         click.echo(f"  {bad['file']}:{bad['line']}: {bad['reason']}", file=err)
