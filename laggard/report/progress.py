@@ -20,6 +20,7 @@ from streams.local import LocalPipeline
 
 US_PER_S = 1_000_000
 UPDATE_EVERY = 5_000  # events between refreshes of the progress line (cheap either way)
+LOG_EVERY_S = 30.0  # when stderr is not a terminal (a log file), a plain status line this often
 
 
 @dataclass
@@ -36,13 +37,15 @@ class RunOutcome:
 def trace_time(ts_us: int) -> str:
     """Event time for people: seconds under an hour, else hours.
 
-    >>> trace_time(4_500_000_000), trace_time(30_000_000), trace_time(-1)
-    ('1.25 h', '30 s', '-')
+    >>> trace_time(4_500_000_000), trace_time(3_000_000_000), trace_time(30_000_000), trace_time(-1)
+    ('1.25 h', '50 min', '30 s', '-')
     """
     if ts_us < 0:
         return "-"
     seconds = ts_us / US_PER_S
-    return f"{seconds:.0f} s" if seconds < 3600 else f"{seconds / 3600:.2f} h"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
 
 
 def run_with_progress(trace: Any, pipeline: LocalPipeline, console: Console, label: str = "running",
@@ -67,8 +70,15 @@ def run_with_progress(trace: Any, pipeline: LocalPipeline, console: Console, lab
     with Progress(*columns, console=console, transient=False, refresh_per_second=5) as progress:
         task = progress.add_task(label, status="starting", total=None)
 
+        logged = [started]
+
         def show() -> None:
-            progress.update(task, status=_status(pipeline, time.perf_counter() - started))
+            now = time.perf_counter()
+            status = _status(pipeline, now - started)
+            progress.update(task, status=status)
+            if not console.is_terminal and now - logged[0] >= LOG_EVERY_S:
+                logged[0] = now
+                console.print(f"{label}: {status}")
 
         for count, event in enumerate(trace, start=1):
             deltas = pipeline.feed(event)

@@ -47,7 +47,7 @@ def test_the_page_names_the_slow_nodes_and_when_they_were_caught(demo_run):
     page = (out / "index.html").read_text()
     summary = page.split("<div class='summary'>", 1)[1].split("</div>", 1)[0]
     for node in truth["slow_nodes"]:
-        assert re.search(rf"{node}</span> was blacklisted at [\d.]+ [sh], \d+ min after the fault onset", summary)
+        assert re.search(rf"{node}</span> was blacklisted at [\d.]+ (s|min|h), \d+ min after the fault onset", summary)
     assert "Precision 100%" in summary and "recall 100%" in summary
     assert "No healthy node was blacklisted." in summary
     assert "significance_floor" in page and "0.25" in page  # the settings used
