@@ -22,29 +22,80 @@ from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, trace_time
 from streams.settings import Settings
 
-SETTING_NAMES = ("policy", "window_size_s", "ranking_period_s", "min_tasks", "significance_floor",
-                 "max_fraction", "min_dwell_periods", "job_idle_timeout_s", "seed")
+SETTING_NAMES = (
+    "policy",
+    "window_size_s",
+    "ranking_period_s",
+    "min_tasks",
+    "significance_floor",
+    "max_fraction",
+    "min_dwell_periods",
+    "job_idle_timeout_s",
+    "seed",
+)
 
 
 @click.command("demo")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=Path("laggard-demo"),
-              show_default=True, help="directory for index.html and the PNG plots (created if missing)")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("laggard-demo"),
+    show_default=True,
+    help="directory for index.html and the PNG plots (created if missing)",
+)
 @click.option("--nodes", type=click.IntRange(min=2), default=60, show_default=True, help="nodes in the cluster")
 @click.option("--slow", type=click.IntRange(min=0), default=3, show_default=True, help="nodes that turn slow")
-@click.option("--jobs", type=click.IntRange(min=1), default=300, show_default=True,
-              help="jobs (20-60 tasks each, one every 30 s on average)")
-@click.option("--onset", type=click.FloatRange(min=0), default=3000.0, show_default=True, metavar="S",
-              help="seconds of event time at which the slow nodes' fault begins")
-@click.option("--slowdown", type=click.FloatRange(min=1), default=1.8, show_default=True,
-              help="how much slower work runs on a slow node after the onset")
-@click.option("--contention", type=click.Choice(["cpu", "memory"]), default="cpu", show_default=True,
-              help="cpu: a constant stretch; memory: an uneven one (higher mean and spread)")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=300,
+    show_default=True,
+    help="jobs (20-60 tasks each, one every 30 s on average)",
+)
+@click.option(
+    "--onset",
+    type=click.FloatRange(min=0),
+    default=3000.0,
+    show_default=True,
+    metavar="S",
+    help="seconds of event time at which the slow nodes' fault begins",
+)
+@click.option(
+    "--slowdown",
+    type=click.FloatRange(min=1),
+    default=1.8,
+    show_default=True,
+    help="how much slower work runs on a slow node after the onset",
+)
+@click.option(
+    "--contention",
+    type=click.Choice(["cpu", "memory"]),
+    default="cpu",
+    show_default=True,
+    help="cpu: a constant stretch; memory: an uneven one (higher mean and spread)",
+)
 @click.option("--seed", "trace_seed", type=int, default=0, show_default=True, help="seed of the generated cluster")
 @ranking_options
-@click.option("--open/--no-open", "open_browser", default=False, show_default=True,
-              help="open the report in a web browser at the end")
-def demo(out_dir: Path, nodes: int, slow: int, jobs: int, onset: float, slowdown: float, contention: str,
-         trace_seed: int, open_browser: bool, **ranking: Any) -> None:
+@click.option(
+    "--open/--no-open",
+    "open_browser",
+    default=False,
+    show_default=True,
+    help="open the report in a web browser at the end",
+)
+def demo(
+    out_dir: Path,
+    nodes: int,
+    slow: int,
+    jobs: int,
+    onset: float,
+    slowdown: float,
+    contention: str,
+    trace_seed: int,
+    open_browser: bool,
+    **ranking: Any,
+) -> None:
     """Run a synthetic cluster in-process and write a report (no broker needed).
 
     About 60 nodes, 3 of them slow from a fault onset part-way through, a few hundred jobs. Progress goes to
@@ -54,8 +105,10 @@ def demo(out_dir: Path, nodes: int, slow: int, jobs: int, onset: float, slowdown
     if slow > nodes:
         raise UserError(f"--slow {slow} is more than --nodes {nodes}")
     settings = settings_with(**ranking)
-    spec = (f"synthetic:nodes={nodes},slow={slow},jobs={jobs},seed={trace_seed},onset={onset:g},"
-            f"slowdown={slowdown:g},contention={contention}")
+    spec = (
+        f"synthetic:nodes={nodes},slow={slow},jobs={jobs},seed={trace_seed},onset={onset:g},"
+        f"slowdown={slowdown:g},contention={contention}"
+    )
     trace = open_trace_or_fail(spec)
     _prepare(out_dir)
     from laggard.report.history import RunHistory
@@ -63,8 +116,10 @@ def demo(out_dir: Path, nodes: int, slow: int, jobs: int, onset: float, slowdown
     history = RunHistory()
     pipeline = make_pipeline(settings, on_ranking=history)
     err = Console(stderr=True, soft_wrap=True)
-    err.print(f"[bold]laggard demo[/]: {nodes} nodes, {slow} slow from {trace_time(round(onset * 1e6))}, "
-              f"{jobs} jobs; {describe_settings(settings)}")
+    err.print(
+        f"[bold]laggard demo[/]: {nodes} nodes, {slow} slow from {trace_time(round(onset * 1e6))}, "
+        f"{jobs} jobs; {describe_settings(settings)}"
+    )
     from laggard.report.progress import run_with_progress
 
     outcome = run_with_progress(trace, pipeline, err, label="demo")
@@ -95,11 +150,11 @@ def _write(outcome: RunOutcome, history: Any, settings: Settings, spec: str, out
     assert score is not None  # a synthetic trace always has its ground truth
     plots = {
         "intervals.png": "Each node's mean z and 95 % interval in the final window, coloured by P-Cores level "
-                         "(level 0: nothing clearly slower); blacklisted nodes boxed; injected slow nodes in red.",
+        "(level 0: nothing clearly slower); blacklisted nodes boxed; injected slow nodes in red.",
         "blacklist.png": "The blacklist over time: the fault period of each injected slow node shaded, each stay "
-                         "on the blacklist a bar, the fault onset dashed.",
+        "on the blacklist a bar, the fault onset dashed.",
         "ci_low.png": "The lower end of each node's 95 % interval at every ranking: a node can only be "
-                      "blacklisted once it rises above the significance floor.",
+        "blacklisted once it rises above the significance floor.",
     }
     floor = settings.significance_floor
     last = outcome.pipeline.last_ranking
@@ -135,11 +190,15 @@ def print_summary(outcome: RunOutcome, console: Console) -> None:
         for node in shown:
             row = rows.get(node)
             s = row.stats if row else None
-            table.add_row(node, "yes" if node in slow else "[orange1]no[/]",
-                          "-" if row is None or row.level is None else str(row.level),
-                          "-" if s is None else str(s.n), "-" if s is None else f"{s.mean:+.3f}",
-                          "-" if s is None else interval(s.ci_low, s.ci_high),
-                          "[red]yes[/]" if row is not None and row.blacklisted else "no")
+            table.add_row(
+                node,
+                "yes" if node in slow else "[orange1]no[/]",
+                "-" if row is None or row.level is None else str(row.level),
+                "-" if s is None else str(s.n),
+                "-" if s is None else f"{s.mean:+.3f}",
+                "-" if s is None else interval(s.ci_low, s.ci_high),
+                "[red]yes[/]" if row is not None and row.blacklisted else "no",
+            )
         console.print(table)
     if score is not None:
         print_detection(score, console)

@@ -46,17 +46,36 @@ def ranking_options(func: F) -> F:
     positive = click.FloatRange(min=0, min_open=True)
     options = [
         click.option("--policy", type=click.Choice(POLICIES), help="blacklist policy [default: pcores]"),
-        click.option("--window", "window_size_s", type=positive, metavar="S",
-                     help="statistics window in seconds of event time [default: 3600]"),
-        click.option("--period", "ranking_period_s", type=positive, metavar="S",
-                     help="ranking period (window step) in seconds [default: 300]"),
-        click.option("--job-idle-timeout", "job_idle_timeout_s", type=positive, metavar="S",
-                     help="a job with no event for S seconds is final (traces without job ends) [default: 3600]"),
+        click.option(
+            "--window",
+            "window_size_s",
+            type=positive,
+            metavar="S",
+            help="statistics window in seconds of event time [default: 3600]",
+        ),
+        click.option(
+            "--period",
+            "ranking_period_s",
+            type=positive,
+            metavar="S",
+            help="ranking period (window step) in seconds [default: 300]",
+        ),
+        click.option(
+            "--job-idle-timeout",
+            "job_idle_timeout_s",
+            type=positive,
+            metavar="S",
+            help="a job with no event for S seconds is final (traces without job ends) [default: 3600]",
+        ),
         click.option("--min-tasks", type=click.IntRange(min=1), help="samples a node needs [default: 5]"),
-        click.option("--significance-floor", type=FloorType(),
-                     help="ci_low must exceed it; 'none' disables [default: 0.25]"),
-        click.option("--max-fraction", type=click.FloatRange(0, 1, min_open=True),
-                     help="most nodes blacklisted, fraction of nodes seen [default: 0.1]"),
+        click.option(
+            "--significance-floor", type=FloorType(), help="ci_low must exceed it; 'none' disables [default: 0.25]"
+        ),
+        click.option(
+            "--max-fraction",
+            type=click.FloatRange(0, 1, min_open=True),
+            help="most nodes blacklisted, fraction of nodes seen [default: 0.1]",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -84,23 +103,40 @@ def make_pipeline(settings: Settings, partitions: int = 1, **kwargs: Any) -> Loc
 
 def describe_settings(settings: Settings) -> str:
     floor = "none" if settings.significance_floor is None else f"{settings.significance_floor:g}"
-    return (f"policy {settings.policy}, window {settings.window_size_s:g} s, "
-            f"period {settings.ranking_period_s:g} s, job idle timeout {settings.job_idle_timeout_s:g} s, "
-            f"min tasks {settings.min_tasks}, significance floor {floor}, max fraction {settings.max_fraction:g}")
+    return (
+        f"policy {settings.policy}, window {settings.window_size_s:g} s, "
+        f"period {settings.ranking_period_s:g} s, job idle timeout {settings.job_idle_timeout_s:g} s, "
+        f"min tasks {settings.min_tasks}, significance floor {floor}, max fraction {settings.max_fraction:g}"
+    )
 
 
-@click.command("run")
-@click.option("--trace", "spec", required=True, metavar="FORMAT:PATH",
-              help="trace to run, e.g. google2011-events:DIR, csv:FILE or synthetic:nodes=60,slow=3")
-@click.option("--partitions", type=click.IntRange(min=1), default=1, show_default=True,
-              help="normalising partitions, as many as task-events has in the Kafka deployment to compare")
+def _formats_epilog() -> str:
+    from producers.registry import FORMATS
+
+    return "\b\nTrace formats (--trace FORMAT:PATH):\n" + "\n".join(f"  {k}: {v}" for k, v in FORMATS.items())
+
+
+@click.command("run", epilog=_formats_epilog())
+@click.option(
+    "--trace",
+    "spec",
+    required=True,
+    metavar="FORMAT:PATH",
+    help="trace to run, e.g. google2011-events:DIR, csv:FILE or synthetic:nodes=60,slow=3",
+)
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="normalising partitions, as many as task-events has in the Kafka deployment to compare",
+)
 @ranking_options
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout, nothing else")
 def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     """Run the pipeline in-process on a trace (no broker) and show the ranking, deltas and counts.
 
-    FORMAT is one of google2011-events, google2011-usage, alibaba2018, alibaba2017, alibaba2017-tasks, csv,
-    synthetic. Settings (LAGGARD_WINDOW_SIZE_S, LAGGARD_ALLOW_LIST, ...) apply; options override them.
+    Settings (LAGGARD_WINDOW_SIZE_S, LAGGARD_ALLOW_LIST, ...) apply; options override them.
     Progress goes to stderr.
     """
     settings = settings_with(**ranking)
@@ -129,8 +165,10 @@ def print_outcome(outcome: RunOutcome, console: Console) -> None:
         console.print("No ranking: the trace held no event with a time.")
     else:
         ranking = last.ranking
-        console.print(f"[bold]Final ranking[/], window {trace_time(max(0, ranking.window_start_us))} to "
-                      f"{trace_time(ranking.window_end_us)} of event time")
+        console.print(
+            f"[bold]Final ranking[/], window {trace_time(max(0, ranking.window_start_us))} to "
+            f"{trace_time(ranking.window_end_us)} of event time"
+        )
         print_ranking(ranking, console)
     print_deltas(outcome.deltas, console)
     print_counts(counts_dict(outcome), console)

@@ -23,20 +23,27 @@ def ranking_dict(ranking: Ranking | None) -> dict[str, Any]:
     nodes = []
     for row in ranking.nodes:
         s = row.stats
-        nodes.append({
-            "node_id": row.node_id,
-            "n": s.n if s else 0,
-            "mean": s.mean if s else None,
-            "std": s.std if s else None,
-            "ci_low": s.ci_low if s else None,
-            "ci_high": s.ci_high if s else None,
-            "level": row.level,
-            "eligible": row.eligible,
-            "blacklisted": row.blacklisted,
-            "reason": row.reason,
-        })
-    return {"window_start_us": ranking.window_start_us, "window_end_us": ranking.window_end_us,
-            "policy": ranking.policy, "cap": ranking.cap, "nodes": nodes}
+        nodes.append(
+            {
+                "node_id": row.node_id,
+                "n": s.n if s else 0,
+                "mean": s.mean if s else None,
+                "std": s.std if s else None,
+                "ci_low": s.ci_low if s else None,
+                "ci_high": s.ci_high if s else None,
+                "level": row.level,
+                "eligible": row.eligible,
+                "blacklisted": row.blacklisted,
+                "reason": row.reason,
+            }
+        )
+    return {
+        "window_start_us": ranking.window_start_us,
+        "window_end_us": ranking.window_end_us,
+        "policy": ranking.policy,
+        "cap": ranking.cap,
+        "nodes": nodes,
+    }
 
 
 def counts_dict(outcome: RunOutcome) -> dict[str, Any]:

@@ -61,15 +61,21 @@ def _detection_words(score: DetectionScore, onset_us: int) -> list[str]:
         if first is None or delay is None:
             words.append(f"<span class='slow'>{escape(node)}</span> was never blacklisted (missed).")
         elif delay < 0:
-            words.append(f"<span class='slow'>{escape(node)}</span> was blacklisted at {trace_time(first)}, "
-                         f"{-delay:,.0f} s <em>before</em> its fault began (a lucky guess, not evidence).")
+            words.append(
+                f"<span class='slow'>{escape(node)}</span> was blacklisted at {trace_time(first)}, "
+                f"{-delay:,.0f} s <em>before</em> its fault began (a lucky guess, not evidence)."
+            )
         else:
-            words.append(f"<span class='slow'>{escape(node)}</span> was blacklisted at {trace_time(first)}, "
-                         f"{delay / 60:,.0f} min after the fault onset.")
+            words.append(
+                f"<span class='slow'>{escape(node)}</span> was blacklisted at {trace_time(first)}, "
+                f"{delay / 60:,.0f} min after the fault onset."
+            )
     caught = len(score.true_positives)
     listed = len(score.blacklisted)
-    words.append(f"Precision {fraction(score.precision)} ({caught} of {listed} blacklisted node(s) really slow), "
-                 f"recall {fraction(score.recall)} ({caught} of {len(score.slow_nodes)} slow node(s) caught).")
+    words.append(
+        f"Precision {fraction(score.precision)} ({caught} of {listed} blacklisted node(s) really slow), "
+        f"recall {fraction(score.recall)} ({caught} of {len(score.slow_nodes)} slow node(s) caught)."
+    )
     if score.false_positives:
         words.append(f"False positives: {_names(score.false_positives, 'fp')} (healthy, blacklisted by chance).")
     else:
@@ -83,12 +89,17 @@ def _names(names: list[str], css: str) -> str:
 
 def write_report(report: DemoReport, out_dir: Path) -> Path:
     """Write ``index.html`` into ``out_dir`` (the PNGs named in ``report.plots`` are already there)."""
-    parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>laggard demo</title>"
-             f"<style>{STYLE}</style></head><body>", "<h1>laggard demo: finding slow nodes in a synthetic cluster</h1>"]
+    parts = [
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>laggard demo</title>"
+        f"<style>{STYLE}</style></head><body>",
+        "<h1>laggard demo: finding slow nodes in a synthetic cluster</h1>",
+    ]
     parts.append("<div class='summary'>" + "".join(f"<p>{line}</p>" for line in story(report)) + "</div>")
     for name, caption in report.plots.items():
-        parts.append(f"<figure><img src='{escape(name)}' alt='{escape(caption)}'>"
-                     f"<figcaption>{escape(caption)}</figcaption></figure>")
+        parts.append(
+            f"<figure><img src='{escape(name)}' alt='{escape(caption)}'>"
+            f"<figcaption>{escape(caption)}</figcaption></figure>"
+        )
     parts += _deltas_html(report.outcome), _ranking_html(report.outcome), _settings_html(report)
     parts.append("</body></html>")
     path = out_dir / "index.html"
@@ -100,8 +111,11 @@ def _deltas_html(outcome: RunOutcome) -> str:
     slow = set((outcome.trace.ground_truth or {}).get("slow_nodes", []))
     items = []
     for delta in outcome.deltas:
-        changes = [f"<li>+ <span class='{'slow' if e.node_id in slow else 'fp'}'>{escape(e.node_id)}</span>: "
-                   f"{escape(e.reason)}</li>" for e in delta.added]
+        changes = [
+            f"<li>+ <span class='{'slow' if e.node_id in slow else 'fp'}'>{escape(e.node_id)}</span>: "
+            f"{escape(e.reason)}</li>"
+            for e in delta.added
+        ]
         changes += [f"<li>− {escape(r.node_id)}: {escape(r.reason)}</li>" for r in delta.removed]
         items.append(f"<li>version {delta.version} at {trace_time(delta.issued_at_us)}<ul>{''.join(changes)}</ul></li>")
     body = f"<ol>{''.join(items)}</ol>" if items else "<p>The blacklist never changed.</p>"
@@ -120,19 +134,26 @@ def _ranking_html(outcome: RunOutcome) -> str:
         interval = "–" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
         css = " class='slow'" if row.node_id in slow else ""
         verdict = "BLACKLISTED" if row.blacklisted else ("" if row.level else row.reason)
-        rows.append(f"<tr><td class='num'>{row.level}</td><td{css}>{escape(row.node_id)}</td>"
-                    f"<td class='num'>{s.n}</td><td class='num'>{s.mean:+.3f}</td><td class='num'>{s.std:.3f}</td>"
-                    f"<td class='num'>{interval}</td><td>{escape(verdict)}</td></tr>")
+        rows.append(
+            f"<tr><td class='num'>{row.level}</td><td{css}>{escape(row.node_id)}</td>"
+            f"<td class='num'>{s.n}</td><td class='num'>{s.mean:+.3f}</td><td class='num'>{s.std:.3f}</td>"
+            f"<td class='num'>{interval}</td><td>{escape(verdict)}</td></tr>"
+        )
     ranking = last.ranking
-    return (f"<h2>Final ranking</h2><p>Window {trace_time(max(0, ranking.window_start_us))} to "
-            f"{trace_time(ranking.window_end_us)}; injected slow nodes in red.</p><table><tr><th>level</th>"
-            f"<th>node</th><th>n</th><th>mean z</th><th>std</th><th>95 % interval</th><th>verdict</th></tr>"
-            + "".join(rows) + "</table>")
+    return (
+        f"<h2>Final ranking</h2><p>Window {trace_time(max(0, ranking.window_start_us))} to "
+        f"{trace_time(ranking.window_end_us)}; injected slow nodes in red.</p><table><tr><th>level</th>"
+        f"<th>node</th><th>n</th><th>mean z</th><th>std</th><th>95 % interval</th><th>verdict</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _settings_html(report: DemoReport) -> str:
     rows = "".join(f"<tr><td>{escape(str(k))}</td><td>{escape(str(v))}</td></tr>" for k, v in report.settings.items())
     counts = report.outcome.pipeline.counts
-    return (f"<h2>Settings and run</h2><table>{rows}</table><p>{counts.events:,} events, {counts.samples:,} "
-            f"z-values, {counts.rankings} rankings in {report.outcome.seconds:.1f} s of wall time. "
-            f"Reproduce with <code>{escape(report.command)}</code>.</p>")
+    return (
+        f"<h2>Settings and run</h2><table>{rows}</table><p>{counts.events:,} events, {counts.samples:,} "
+        f"z-values, {counts.rankings} rankings in {report.outcome.seconds:.1f} s of wall time. "
+        f"Reproduce with <code>{escape(report.command)}</code>.</p>"
+    )

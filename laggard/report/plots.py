@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -49,15 +50,36 @@ def plot_intervals(ranking: Ranking, slow: Collection[str], floor: float | None,
             axes.hlines(y, stats.ci_low, stats.ci_high, color=color, linewidth=2.2)
         axes.plot(stats.mean, y, "o", color=color, markersize=4)
         if row.blacklisted:
-            axes.plot(stats.mean, y, "s", markersize=10, markerfacecolor="none", markeredgecolor="black",
-                      markeredgewidth=1.5)
+            axes.plot(
+                stats.mean, y, "s", markersize=10, markerfacecolor="none", markeredgecolor="black", markeredgewidth=1.5
+            )
     _node_ticks(axes, [row.node_id for row in rows], [row.blacklisted for row in rows], slow)
     axes.axvline(0.0, color="black", linewidth=0.6, linestyle=":")
-    handles = [Line2D([], [], color=LEVEL_COLORS[lv % len(LEVEL_COLORS)], linewidth=2.2, marker="o",
-                      markersize=4, label=f"level {lv}" + (" (nothing clearly slower)" if lv == 0 else ""))
-               for lv in sorted(levels_seen) if lv >= 0]
-    handles.append(Line2D([], [], linestyle="none", marker="s", markersize=10, markerfacecolor="none",
-                          markeredgecolor="black", label="blacklisted"))
+    handles: list[Artist] = [
+        Line2D(
+            [],
+            [],
+            color=LEVEL_COLORS[lv % len(LEVEL_COLORS)],
+            linewidth=2.2,
+            marker="o",
+            markersize=4,
+            label=f"level {lv}" + (" (nothing clearly slower)" if lv == 0 else ""),
+        )
+        for lv in sorted(levels_seen)
+        if lv >= 0
+    ]
+    handles.append(
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="s",
+            markersize=10,
+            markerfacecolor="none",
+            markeredgecolor="black",
+            label="blacklisted",
+        )
+    )
     handles.append(Patch(facecolor="#fde0dd", edgecolor=SLOW_COLOR, label="injected slow node (label in red)"))
     if floor is not None:
         axes.axvline(floor, color="black", linewidth=1.0, linestyle="--")
@@ -65,8 +87,10 @@ def plot_intervals(ranking: Ranking, slow: Collection[str], floor: float | None,
     axes.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
     axes.set_xlabel("z: task duration in job standard deviations from its job's mean (95 % interval)")
     axes.set_ylabel("node (slowest mean at the top)")
-    axes.set_title(f"Node intervals in the final window {_hours(ranking.window_start_us):.2f} h to "
-                   f"{_hours(ranking.window_end_us):.2f} h, P-Cores levels")
+    axes.set_title(
+        f"Node intervals in the final window {_hours(ranking.window_start_us):.2f} h to "
+        f"{_hours(ranking.window_end_us):.2f} h, P-Cores levels"
+    )
     axes.grid(axis="x", alpha=0.3)
     figure.savefig(path)
 
@@ -85,8 +109,7 @@ def _node_ticks(axes: Axes, names: list[str], listed: list[bool], slow: Collecti
             label.set_fontweight("bold")
 
 
-def plot_blacklist_timeline(spans: list[Span], slow: Collection[str], onset_us: int, end_us: int,
-                            path: Path) -> None:
+def plot_blacklist_timeline(spans: list[Span], slow: Collection[str], onset_us: int, end_us: int, path: Path) -> None:
     """One row per node that was slow or listed: the fault period shaded, each stay on the blacklist a bar."""
     names = sorted({span.node_id for span in spans} | set(slow), reverse=True)
     figure = Figure(figsize=(9, max(3.0, 0.42 * len(names) + 2.2)), dpi=DPI, layout="constrained")
@@ -99,25 +122,41 @@ def plot_blacklist_timeline(spans: list[Span], slow: Collection[str], onset_us: 
             color = SLOW_COLOR if name in slow else FALSE_POSITIVE_COLOR
             axes.barh(y, _hours(stop - span.start_us), left=_hours(span.start_us), height=0.45, color=color)
             if name in slow and span.start_us >= onset_us:
-                axes.annotate(f"+{(span.start_us - onset_us) / 60e6:.0f} min", (_hours(span.start_us), y),
-                              xytext=(-4, 0), textcoords="offset points", ha="right", va="center", fontsize=8)
+                axes.annotate(
+                    f"+{(span.start_us - onset_us) / 60e6:.0f} min",
+                    (_hours(span.start_us), y),
+                    xytext=(-4, 0),
+                    textcoords="offset points",
+                    ha="right",
+                    va="center",
+                    fontsize=8,
+                )
     axes.axvline(_hours(onset_us), color="black", linestyle="--", linewidth=1.0)
     axes.set_yticks(range(len(names)), names, fontsize=9)
     axes.set_ylim(-0.7, len(names) - 0.3)
     axes.set_xlim(0, _hours(end_us) * 1.01)
     axes.set_xlabel("trace time (hours of event time)")
     axes.set_title("The blacklist over time (labels: minutes from fault onset to blacklisting)")
-    handles = [Patch(color="#fde0dd", label="fault active on an injected slow node"),
-               Patch(color=SLOW_COLOR, label="blacklisted, really slow"),
-               Patch(color=FALSE_POSITIVE_COLOR, label="blacklisted, healthy (false positive)"),
-               Line2D([], [], color="black", linestyle="--", label="fault onset")]
+    handles = [
+        Patch(color="#fde0dd", label="fault active on an injected slow node"),
+        Patch(color=SLOW_COLOR, label="blacklisted, really slow"),
+        Patch(color=FALSE_POSITIVE_COLOR, label="blacklisted, healthy (false positive)"),
+        Line2D([], [], color="black", linestyle="--", label="fault onset"),
+    ]
     figure.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8)
     axes.grid(axis="x", alpha=0.3)
     figure.savefig(path)
 
 
-def plot_ci_low(history: RunHistory, slow: Collection[str], listed: dict[str, int], floor: float | None,
-                min_tasks: int, onset_us: int, path: Path) -> None:
+def plot_ci_low(
+    history: RunHistory,
+    slow: Collection[str],
+    listed: dict[str, int],
+    floor: float | None,
+    min_tasks: int,
+    onset_us: int,
+    path: Path,
+) -> None:
     """Every node's lower interval end per ranking (once it has ``min_tasks`` samples) against the floor.
 
     ``listed`` maps each node ever blacklisted to when it first was; that moment gets a marker.
@@ -125,8 +164,11 @@ def plot_ci_low(history: RunHistory, slow: Collection[str], listed: dict[str, in
     figure = Figure(figsize=(9, 5.2), dpi=DPI, layout="constrained")
     axes = figure.add_subplot()
     for name in history.node_ids():
-        points = [(p.boundary_us, p.nodes[name].ci_low) for p in history.points
-                  if name in p.nodes and p.nodes[name].n >= min_tasks and p.nodes[name].ci_low is not None]
+        points = [
+            (p.boundary_us, p.nodes[name].ci_low)
+            for p in history.points
+            if name in p.nodes and p.nodes[name].n >= min_tasks and p.nodes[name].ci_low is not None
+        ]
         hours = [_hours(t) for t, _ in points]
         values = [float(v) for _, v in points if v is not None]
         if name in slow:
@@ -142,13 +184,16 @@ def plot_ci_low(history: RunHistory, slow: Collection[str], listed: dict[str, in
     if floor is not None:
         axes.axhline(floor, color="black", linestyle=":", linewidth=1.2)
     axes.axvline(_hours(onset_us), color="black", linestyle="--", linewidth=1.0)
-    handles = [Line2D([], [], color=SLOW_COLOR, linewidth=1.8, label="injected slow node"),
-               Line2D([], [], color=HEALTHY_COLOR, linewidth=0.7, label="healthy node"),
-               Line2D([], [], linestyle="none", marker="v", color="black", label="first blacklisted"),
-               Line2D([], [], color="black", linestyle="--", label="fault onset")]
+    handles = [
+        Line2D([], [], color=SLOW_COLOR, linewidth=1.8, label="injected slow node"),
+        Line2D([], [], color=HEALTHY_COLOR, linewidth=0.7, label="healthy node"),
+        Line2D([], [], linestyle="none", marker="v", color="black", label="first blacklisted"),
+        Line2D([], [], color="black", linestyle="--", label="fault onset"),
+    ]
     if any(name not in slow for name in listed):
-        handles.insert(2, Line2D([], [], color=FALSE_POSITIVE_COLOR, linewidth=1.4,
-                                 label="healthy node that was blacklisted"))
+        handles.insert(
+            2, Line2D([], [], color=FALSE_POSITIVE_COLOR, linewidth=1.4, label="healthy node that was blacklisted")
+        )
     if floor is not None:
         handles.append(Line2D([], [], color="black", linestyle=":", label=f"significance floor {floor:g}"))
     figure.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8)

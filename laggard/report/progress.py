@@ -48,16 +48,25 @@ def trace_time(ts_us: int) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.2f} h"
 
 
-def run_with_progress(trace: Any, pipeline: LocalPipeline, console: Console, label: str = "running",
-                      on_delta: Callable[[BlacklistDelta], None] | None = None) -> RunOutcome:
+def run_with_progress(
+    trace: Any,
+    pipeline: LocalPipeline,
+    console: Console,
+    label: str = "running",
+    on_delta: Callable[[BlacklistDelta], None] | None = None,
+) -> RunOutcome:
     """Feed every event of ``trace`` to ``pipeline``, then finish it; score it when the trace knows the truth."""
     outcome = RunOutcome(trace, pipeline)
     truth = getattr(trace, "ground_truth", None)
     if truth is not None:
         outcome.detection = DetectionScore(truth.get("slow_nodes", ()), int(truth.get("onset_us", 0)))
     started = time.perf_counter()
-    columns = (SpinnerColumn(), TextColumn("[bold]{task.description}[/]"), TextColumn("{task.fields[status]}"),
-               TimeElapsedColumn())
+    columns = (
+        SpinnerColumn(),
+        TextColumn("[bold]{task.description}[/]"),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+    )
 
     def take(deltas: list[BlacklistDelta]) -> None:
         for delta in deltas:
@@ -97,5 +106,7 @@ def _status(pipeline: LocalPipeline, elapsed: float) -> str:
     counts = pipeline.counts
     rate = counts.events / elapsed if elapsed > 0 else 0.0
     listed = len(pipeline.blacklist.node_ids)
-    return (f"{counts.events:,} events, {rate:,.0f}/s, trace time {trace_time(counts.last_ts_us)}, "
-            f"blacklist [bold]{listed}[/]")
+    return (
+        f"{counts.events:,} events, {rate:,.0f}/s, trace time {trace_time(counts.last_ts_us)}, "
+        f"blacklist [bold]{listed}[/]"
+    )

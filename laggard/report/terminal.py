@@ -26,8 +26,10 @@ def print_deltas(deltas: list[BlacklistDelta], console: Console) -> None:
         return
     console.print(f"\n[bold]Deltas[/] ({len(deltas)}):")
     for delta in deltas:
-        console.print(f"[bold]v{delta.version}[/] at trace time {trace_time(delta.issued_at_us)} "
-                      f"(window {trace_time(max(0, delta.window_start_us))} to {trace_time(delta.window_end_us)})")
+        console.print(
+            f"[bold]v{delta.version}[/] at trace time {trace_time(delta.issued_at_us)} "
+            f"(window {trace_time(max(0, delta.window_start_us))} to {trace_time(delta.window_end_us)})"
+        )
         for entry in delta.added:
             console.print(f"  [red]+ {entry.node_id}[/]: {entry.reason}")  # the reason holds the statistics
         for removed in delta.removed:
@@ -62,9 +64,9 @@ def print_detection(score: DetectionScore, console: Console) -> None:
         table.add_column(name, justify="right" if name == "after onset" else "left")
     for node, delay in score.onset_to_blacklist_s.items():
         first = score.first_blacklisted_us(node)
-        table.add_row(node, "[red]never[/]" if first is None else trace_time(first),
-                      "-" if delay is None else f"{delay:,.0f} s")
+        table.add_row(
+            node, "[red]never[/]" if first is None else trace_time(first), "-" if delay is None else f"{delay:,.0f} s"
+        )
     console.print(table)
     wrong = ", ".join(score.false_positives) or "none"
-    console.print(f"precision {fraction(score.precision)}, recall {fraction(score.recall)}; "
-                  f"false positives: {wrong}")
+    console.print(f"precision {fraction(score.precision)}, recall {fraction(score.recall)}; false positives: {wrong}")

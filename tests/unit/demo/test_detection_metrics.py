@@ -23,18 +23,26 @@ def scored(slow, onset_s, deltas) -> DetectionScore:
 
 
 def test_a_healthy_node_released_and_a_slow_node_caught_twice():
-    score = scored(["a", "b"], 600, [
-        delta(1, 300, ["h"]),           # a healthy node, listed before the fault even began
-        delta(2, 900, ["a"], ["h"]),
-        delta(3, 1500, [], ["a"]),      # a released ...
-        delta(4, 2100, ["a", "b"]),     # ... and listed again: its delay counts from the first time
-    ])
+    score = scored(
+        ["a", "b"],
+        600,
+        [
+            delta(1, 300, ["h"]),  # a healthy node, listed before the fault even began
+            delta(2, 900, ["a"], ["h"]),
+            delta(3, 1500, [], ["a"]),  # a released ...
+            delta(4, 2100, ["a", "b"]),  # ... and listed again: its delay counts from the first time
+        ],
+    )
     assert score.blacklisted == ["a", "b", "h"]
     assert (score.true_positives, score.false_positives, score.missed) == (["a", "b"], ["h"], [])
     assert score.precision == 2 / 3 and score.recall == 1.0
     assert score.onset_to_blacklist_s == {"a": 300.0, "b": 1500.0}
-    assert score.spans() == [Span("a", 900 * US_PER_S, 1500 * US_PER_S), Span("a", 2100 * US_PER_S, None),
-                             Span("b", 2100 * US_PER_S, None), Span("h", 300 * US_PER_S, 900 * US_PER_S)]
+    assert score.spans() == [
+        Span("a", 900 * US_PER_S, 1500 * US_PER_S),
+        Span("a", 2100 * US_PER_S, None),
+        Span("b", 2100 * US_PER_S, None),
+        Span("h", 300 * US_PER_S, 900 * US_PER_S),
+    ]
 
 
 def test_a_slow_node_listed_before_its_onset_gets_a_negative_delay():
