@@ -70,9 +70,10 @@ def main(argv: list[str] | None = None) -> Any:
     """Console-script entry: user mistakes print one line; anything else is a bug and keeps its traceback."""
     try:
         return cli.main(args=argv, standalone_mode=True)
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        # Raised deep inside a reader for a path the user gave.
-        click.echo(f"Error: {exc.strerror}: {exc.filename}", err=True)
+    except OSError as exc:
+        # Raised deep inside a reader for a path the user gave (missing, a directory, not one, unreadable).
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"Error: {exc.strerror or exc}{where}", err=True)
         sys.exit(1)
     except BrokerUnavailable as exc:
         click.echo(f"Error: {exc}", err=True)

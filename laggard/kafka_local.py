@@ -138,9 +138,8 @@ def _port_open(port: int) -> bool:
 
 def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
     """True when a client can fetch cluster metadata from ``bootstrap``."""
-    from kafka.errors import KafkaError
-
     from kafka import KafkaAdminClient
+    from kafka.errors import KafkaError
 
     try:
         client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)

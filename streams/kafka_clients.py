@@ -9,14 +9,18 @@ from __future__ import annotations
 import logging
 import socket
 import time
+from collections.abc import Iterator
 from typing import Any
 
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+from kafka.structs import TopicPartition
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from streams.core.events import BlacklistSnapshot
 from streams.errors import BrokerUnavailable
-from streams.serde.topics import TOPICS, Topic
+from streams.serde import codec
+from streams.serde.topics import BLACKLIST_SNAPSHOT, TOPICS, Topic
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -109,5 +113,50 @@ def create_topics(settings: Settings, topics: tuple[Topic, ...] = TOPICS) -> dic
             except TopicAlreadyExistsError:  # another process won the race
                 result[new.name] = "exists"
         return result
+    finally:
+        client.close()
+
+
+def read_to_end(settings: Settings, topic: str, timeout_s: float = 30.0) -> Iterator[Any]:
+    """Every record now on ``topic`` (all partitions, from the beginning), then stop; kafka-python records."""
+    client = consumer(settings, consumer_timeout_ms=1000)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
+        if not partitions:
+            return
+        client.assign(partitions)
+        client.seek_to_beginning(*partitions)
+        end = client.end_offsets(partitions)
+        deadline = time.monotonic() + timeout_s
+        while any(client.position(tp) < end[tp] for tp in partitions):
+            if time.monotonic() > deadline:
+                raise BrokerUnavailable(settings.bootstrap_servers, f"{topic} could not be read to its end")
+            for records in client.poll(timeout_ms=500).values():
+                yield from records
+    finally:
+        client.close()
+
+
+def latest_snapshot(settings: Settings) -> BlacklistSnapshot | None:
+    """The newest BlacklistSnapshot of ``settings.cluster_id`` on ``blacklist-snapshot``."""
+    latest: BlacklistSnapshot | None = None
+    for record in read_to_end(settings, BLACKLIST_SNAPSHOT.name):
+        try:
+            snapshot = codec.decode(record.value)
+        except codec.DecodeError:
+            continue
+        if isinstance(snapshot, BlacklistSnapshot) and snapshot.cluster_id == settings.cluster_id and (
+            latest is None or snapshot.version >= latest.version
+        ):
+            latest = snapshot
+    return latest
+
+
+def topic_partitions(settings: Settings, topic: str) -> int | None:
+    """Partition count of ``topic``, None when it does not exist."""
+    client = consumer(settings)
+    try:
+        found = client.partitions_for_topic(topic)
+        return len(found) if found else None
     finally:
         client.close()

@@ -132,11 +132,16 @@ class LocalPipeline:
             deltas.extend(self._collect(self.rank_stage.finish(self.counts.last_ts_us)))
         return deltas
 
-    def run(self, events: Iterable[Event]) -> Iterator[BlacklistDelta]:
-        """Every delta of the whole trace, in order."""
+    def run(self, events: Iterable[Event], finish: bool = True) -> Iterator[BlacklistDelta]:
+        """Every delta of the whole trace, in order.
+
+        With ``finish=False`` the end of the trace is not treated as the end of time: open jobs stay open and
+        only boundaries every partition has passed are ranked, exactly what a live Kafka worker publishes.
+        """
         for event in events:
             yield from self.feed(event)
-        yield from self.finish()
+        if finish:
+            yield from self.finish()
 
     def _forward(self, samples: list[NormalizedTask], progress: Progress | None) -> list[BlacklistDelta]:
         for sample in samples:

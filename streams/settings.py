@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     window_size_s: float = Field(3600.0, gt=0, description="hopping window size, event time")
     ranking_period_s: float = Field(300.0, gt=0, description="ranking period = window step, event time")
     job_idle_timeout_s: float = Field(3600.0, gt=0, description="a job with no event for this long is final")
+    wait_for_job_events: bool = Field(
+        True, description="workers rank a period only once job-events passed it too; false for sources "
+                          "that publish no job events (CSV, Alibaba instance tables)"
+    )
     policy: Literal["pcores", "pcores-top-k"] = "pcores"
     min_tasks: int = Field(5, ge=1)
     significance_floor: float | None = Field(0.25, description="ci_low must exceed it; None disables")

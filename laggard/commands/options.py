@@ -25,6 +25,9 @@ def bootstrap_option(func: F) -> F:
 def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
     """The settings object with command-line values on top of the environment."""
     given = {key: value for key, value in overrides.items() if value is not None}
+    env_file = given.pop("_env_file", None)
+    if env_file is not None:
+        given["_env_file"] = env_file
     if bootstrap:
         _check_address(bootstrap)
         given["bootstrap_servers"] = bootstrap

@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """How a task attempt ended."""
 
     SUCCEEDED = "SUCCEEDED"

@@ -9,7 +9,7 @@ has reported progress past ``B``, and it applies exactly the samples emitted bef
 its emission time). How the partitions interleave on the way to the ranking, or how fast a replay runs,
 changes nothing: the same trace gives the same deltas in Kafka and in-process.
 
->>> from streams.core.events import JobFinish, Status, TaskFinish, TaskStart
+>>> from streams.core.events import JobFinish, JobStart, Status, TaskFinish, TaskStart
 >>> normalize = NormalizeStage(partition=0, partitions=1, period_us=10, job_idle_timeout_us=100)
 >>> rank = RankStage(RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None,
 ...                                max_fraction=1.0), partitions=1)
@@ -20,6 +20,7 @@ changes nothing: the same trace gives the same deltas in Kafka and in-process.
 ([130, 130, 130, 130], None)
 >>> for sample in samples:
 ...     rank.add(sample)
+>>> _ = normalize.process(JobStart("k", 150, declared_tasks=1))  # job events hold progress back too
 >>> _, progress = normalize.process(TaskStart("k", "t0", 0, "n0", 150))
 >>> [(r.boundary_us, len(r.ranking.nodes)) for r in rank.progress(progress)]  # samples count from 140 on
 [(140, 4), (150, 4)]
@@ -58,71 +59,86 @@ def boundary_at_or_before(ts_us: int, period_us: int) -> int:
 class NormalizeStage:
     """Per-partition z-values (SPEC 3) with progress marks at ranking boundaries.
 
-    A ``JobFinish`` waits until the partition's task events have reached its time, so task events that
-    share its timestamp but arrive after it (from another topic) still count.
+    Task and job events may reach a partition through two topics in any interleaving; the results must not
+    depend on it. So a ``JobFinish`` waits until the task events have reached its time (later task events of
+    the same timestamp still count), every sample carries the event time its job became final, and progress
+    past a boundary is reported only when both streams have passed it.
+
+    ``wait_for_job_events`` says whether the job stream exists: a Kafka worker waits for it (a partition
+    whose first job event is still in flight must not report progress); events read in time order from a
+    trace can instead count the job stream from its first event on, which gives the same deltas and also
+    serves traces that have no job events at all.
     """
 
-    def __init__(self, partition: int, partitions: int, period_us: int, job_idle_timeout_us: int) -> None:
+    def __init__(self, partition: int, partitions: int, period_us: int, job_idle_timeout_us: int,
+                 wait_for_job_events: bool = False) -> None:
         self.partition = partition
         self.partitions = partitions
         self.period_us = period_us
         self.job_idle_timeout_us = job_idle_timeout_us
         self._normalizer = JobNormalizer(job_idle_timeout_us)
         self._held: list[tuple[int, str]] = []  # JobFinish (ts, job) not yet reached by task events
-        self._watermark = -1
+        self._task_watermark = -1
+        self.wait_for_job_events = wait_for_job_events
+        self._job_watermark: int | None = None  # None until a job event is seen
         self._reported = -1  # last boundary reported as progress
 
     @property
     def watermark(self) -> int:
-        return self._watermark
+        """Event time both streams of this partition have reached."""
+        if self._job_watermark is None:
+            return -1 if self.wait_for_job_events else self._task_watermark
+        return min(self._task_watermark, self._job_watermark)
 
     def process(self, event: Event) -> tuple[list[NormalizedTask], Progress | None]:
         """Take one event; return the samples it completed and a progress mark when a boundary passed."""
         out: list[NormalizedTask] = []
-        if isinstance(event, JobFinish) and event.ts_us > self._watermark:
+        if isinstance(event, JobStart | JobFinish):
+            self._job_watermark = max(self._job_watermark or -1, event.ts_us)
+        else:
+            self._task_watermark = max(self._task_watermark, event.ts_us)
+        if isinstance(event, JobFinish) and event.ts_us > self._task_watermark:
             bisect.insort(self._held, (event.ts_us, event.job_id))
-            return [], None
-        out.extend(self._normalizer.update(event))
-        if not isinstance(event, JobStart | JobFinish):
-            self._watermark = max(self._watermark, event.ts_us)
-        out.extend(self._release(self._watermark))
-        return self._stamp(out), self._progress()
+        else:
+            out.extend(self._normalizer.update(event, now_us=self.watermark))
+        out.extend(self._release(self._task_watermark))
+        return out, self._progress()
 
     def flush(self) -> tuple[list[NormalizedTask], Progress | None]:
         """End of a finite trace: finalise every job, report the last event time as progress."""
-        out = self._release(max([self._watermark] + [ts for ts, _ in self._held]))
+        out = self._release(max([self._task_watermark] + [ts for ts, _ in self._held]))
         out.extend(self._normalizer.flush())
-        return self._stamp(out), Progress(self.partition, self.partitions, self._watermark)
+        return out, Progress(self.partition, self.partitions, self.watermark)
 
     def _release(self, upto_us: int) -> list[NormalizedTask]:
         out: list[NormalizedTask] = []
         while self._held and self._held[0][0] <= upto_us:
             ts_us, job_id = self._held.pop(0)
-            out.extend(self._normalizer.update(JobFinish(job_id, ts_us)))
+            out.extend(self._normalizer.update(JobFinish(job_id, ts_us), now_us=self.watermark))
         return out
 
-    def _stamp(self, samples: list[NormalizedTask]) -> list[NormalizedTask]:
-        return [dataclasses.replace(s, emitted_us=self._watermark) for s in samples]
-
     def _progress(self) -> Progress | None:
-        if self._watermark < 0:
+        watermark = self.watermark
+        if watermark < 0:
             return None
-        boundary = boundary_at_or_before(self._watermark, self.period_us)
+        boundary = boundary_at_or_before(watermark, self.period_us)
         if boundary <= self._reported:
             return None
         self._reported = boundary
-        return Progress(self.partition, self.partitions, self._watermark)
+        return Progress(self.partition, self.partitions, watermark)
 
     def snapshot(self) -> dict[str, Any]:
         return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "held": self._held,
-                "watermark": self._watermark, "reported": self._reported}
+                "task_watermark": self._task_watermark, "job_watermark": self._job_watermark,
+                "reported": self._reported}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"unknown NormalizeStage snapshot version {state.get('version')!r}")
         self._normalizer.restore(state["normalizer"])
         self._held = [(int(ts), str(job)) for ts, job in state["held"]]
-        self._watermark = int(state["watermark"])
+        self._task_watermark = int(state["task_watermark"])
+        self._job_watermark = None if state["job_watermark"] is None else int(state["job_watermark"])
         self._reported = int(state["reported"])
 
 

@@ -76,15 +76,19 @@ class JobNormalizer:
     def open_jobs(self) -> int:
         return len(self._jobs)
 
-    def update(self, event: Event) -> list[NormalizedTask]:
-        """Take one event; return the samples it made available (and those of jobs it made idle)."""
+    def update(self, event: Event, now_us: int | None = None) -> list[NormalizedTask]:
+        """Take one event; return the samples it made available (and those of jobs it made idle).
+
+        Idle jobs are judged against ``now_us`` when given (a caller that merges several streams knows the
+        time all of them have reached), else against the latest event time seen.
+        """
         out: list[NormalizedTask] = []
         self._watermark = max(self._watermark, event.ts_us)
         if event.job_id in self._finished:
             self.late_events += 1
         else:
             out.extend(self._apply(event))
-        out.extend(self.expire(self._watermark))
+        out.extend(self.expire(self._watermark if now_us is None else now_us))
         return out
 
     def expire(self, now_us: int) -> list[NormalizedTask]:
@@ -163,6 +167,9 @@ class JobNormalizer:
             return self._finalise(event.job_id, event.ts_us)
         if isinstance(event, JobStart):
             job.declared_tasks = event.declared_tasks
+            if job.declared_tasks is not None and job.successes and len(job.successes) >= job.declared_tasks:
+                # The declaration arrived after its tasks (another topic): final as of the last success.
+                return self._finalise(event.job_id, max(s.ts_us for s in job.successes.values()))
         elif isinstance(event, TaskFinish) and event.succeeded and event.task_id not in job.successes:
             job.successes[event.task_id] = _Success(
                 event.task_id, event.attempt, event.node_id, event.ts_us, event.duration_us
@@ -181,7 +188,7 @@ class JobNormalizer:
         if not self.provisional or job.count < 2 or job.m2 <= 0.0:
             return []
         z = (success.duration_us - job.mean) / math.sqrt(job.m2 / job.count)
-        return [_sample(job_id, success, z, provisional=True)]
+        return [_sample(job_id, success, z, success.ts_us, provisional=True)]
 
     def _finalise(self, job_id: str, final_ts_us: int) -> list[NormalizedTask]:
         job = self._jobs.pop(job_id)
@@ -195,7 +202,7 @@ class JobNormalizer:
         std = float(np.std(durations))
         if std == 0.0:
             return []
-        return [_sample(job_id, s, (s.duration_us - mean) / std) for s in successes]
+        return [_sample(job_id, s, (s.duration_us - mean) / std, final_ts_us) for s in successes]
 
     def _forget_finished(self, now_us: int) -> None:
         # A final job is remembered for one more timeout so that its stragglers count as late,
@@ -207,8 +214,10 @@ class JobNormalizer:
                 del self._finished[job_id]
 
 
-def _sample(job_id: str, success: _Success, z: float, provisional: bool = False) -> NormalizedTask:
+def _sample(job_id: str, success: _Success, z: float, emitted_us: int, provisional: bool = False) -> NormalizedTask:
+    # emitted_us is the event time the value became final: a function of the trace alone, never of the order
+    # in which two topics happened to arrive, so every run ranks it at the same boundary.
     return NormalizedTask(
         job_id, success.task_id, success.attempt, success.node_id, success.ts_us, success.duration_us,
-        float(z), provisional,
+        float(z), provisional, emitted_us,
     )

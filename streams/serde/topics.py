@@ -67,7 +67,8 @@ BLACKLIST_SNAPSHOT = Topic(
 # Internal: every node sample and each partition's progress, on ONE partition, so that one ranking agent sees
 # the whole cluster and can rank a period only once every partition of task-events has passed it.
 RANKING_FEED = Topic(
-    "ranking-feed", "cluster_id", (ev.NormalizedTask, ev.Progress), 1, doc="internal: samples and progress for the ranking"
+    "ranking-feed", "cluster_id", (ev.NormalizedTask, ev.Progress), 1,
+    doc="internal: samples and progress for the ranking",
 )
 DEAD_LETTERS = Topic(
     "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"

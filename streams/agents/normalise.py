@@ -1,0 +1,55 @@
+"""Agent ``normalise_tasks``: task and job events of one partition in, node samples and progress out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from streams.agents.checkpoint import Checkpointer
+from streams.agents.common import decode_or_dead_letter, send
+from streams.core.stages import NormalizeStage
+
+log = logging.getLogger(__name__)
+CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is held un-acked
+
+
+def register(app: Any, wiring: Any) -> Any:
+    """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
+    stages: dict[int, tuple[NormalizeStage, Checkpointer]] = {}
+
+    def stage_for(partition: int) -> tuple[NormalizeStage, Checkpointer]:
+        if partition not in stages:
+            stage = NormalizeStage(partition, wiring.partitions, wiring.period_us, wiring.job_idle_timeout_us,
+                                   wait_for_job_events=wiring.settings.wait_for_job_events)
+            checkpointer = Checkpointer(wiring.normalise_checkpoints, f"normalise:{partition}".encode())
+            state = checkpointer.load()
+            if state is not None:
+                try:
+                    stage.restore(state)
+                    log.info("partition %d resumes from its checkpoint at %s", partition, checkpointer.offsets)
+                except ValueError as exc:
+                    log.warning("partition %d: %s; cold start", partition, exc)
+            stages[partition] = (stage, checkpointer)
+        return stages[partition]
+
+    @app.agent(wiring.task_events, name="normalise_tasks")
+    async def normalise_tasks(stream: Any) -> None:
+        async for event in stream.noack().events():
+            stage, checkpointer = stage_for(event.message.partition)
+            if checkpointer.covered(event):
+                await stream.ack(event)
+                continue
+            checkpointer.hold(event)
+            record = await decode_or_dead_letter(event, wiring.dead_letters, wiring.task_events_types)
+            if record is None:
+                continue
+            samples, progress = stage.process(record)
+            for sample in samples:
+                await send(wiring.node_samples, sample.node_id, sample)
+                await send(wiring.ranking_feed, wiring.cluster_id, sample)
+            if progress is not None:
+                await send(wiring.ranking_feed, wiring.cluster_id, progress)
+            if progress is not None or checkpointer.held >= CHECKPOINT_EVERY:
+                await checkpointer.save(stream, stage.snapshot())
+
+    return normalise_tasks

@@ -1,0 +1,67 @@
+"""Agent ``rank_nodes``: the cluster-wide ranking; publishes node scores, blacklist deltas and snapshots."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from streams.agents.checkpoint import Checkpointer
+from streams.agents.common import decode_or_dead_letter, send
+from streams.core.events import Progress
+from streams.core.stages import RankResult, RankStage
+from streams.local import node_scores
+
+log = logging.getLogger(__name__)
+CHECKPOINT_EVERY = 20000
+
+
+def register(app: Any, wiring: Any) -> Any:
+    """Define the agent on ``app``; ``wiring`` holds topics, tables, settings and the published version."""
+    holder: dict[str, Any] = {}
+
+    def stage() -> tuple[RankStage, Checkpointer]:
+        if "stage" not in holder:
+            rank_stage = RankStage(wiring.ranking_config, wiring.partitions)
+            checkpointer = Checkpointer(wiring.rank_checkpoints, f"rank:{wiring.cluster_id}".encode())
+            state = checkpointer.load()
+            if state is not None:
+                try:
+                    rank_stage.restore(state)
+                except ValueError as exc:
+                    log.warning("%s; cold start", exc)
+            holder["stage"], holder["checkpointer"] = rank_stage, checkpointer
+            holder["published"] = wiring.published_version()
+            log.info("ranking resumes at %s; deltas up to version %d are already published",
+                     checkpointer.offsets or "the beginning", holder["published"])
+        return holder["stage"], holder["checkpointer"]
+
+    async def publish(result: RankResult) -> None:
+        for score in node_scores(result):
+            await send(wiring.node_scores, score.node_id, score)
+        delta = result.delta
+        if delta is None or delta.version <= holder["published"]:
+            return  # nothing changed, or a replay after a restart of what consumers have already seen
+        await send(wiring.blacklist_deltas, wiring.cluster_id, delta)
+        await send(wiring.blacklist_snapshot, wiring.cluster_id, result.snapshot)
+        holder["published"] = delta.version
+        log.info("blacklist v%d: +%s -%s", delta.version, [e.node_id for e in delta.added],
+                 [e.node_id for e in delta.removed])
+
+    @app.agent(wiring.ranking_feed, name="rank_nodes")
+    async def rank_nodes(stream: Any) -> None:
+        async for event in stream.noack().events():
+            rank_stage, checkpointer = stage()
+            if checkpointer.covered(event):
+                await stream.ack(event)
+                continue
+            checkpointer.hold(event)
+            record = await decode_or_dead_letter(event, wiring.dead_letters, wiring.ranking_feed_types)
+            if record is None:
+                continue
+            results = rank_stage.progress(record) if isinstance(record, Progress) else rank_stage.add(record)
+            for result in results or ():
+                await publish(result)
+            if results or checkpointer.held >= CHECKPOINT_EVERY:
+                await checkpointer.save(stream, rank_stage.snapshot())
+
+    return rank_nodes

@@ -1,0 +1,137 @@
+"""``make_app(settings)``: the only place that wires Faust. Nothing happens at import time.
+
+Topology (SPEC 2-3):
+
+    task-events + job-events --normalise_tasks--> node-samples (by node)
+        (N partitions, by job)                 \\-> ranking-feed (1 partition: samples + progress)
+    ranking-feed --rank_nodes--> node-scores, blacklist-deltas, blacklist-snapshot
+    anything undecodable or invalid --> dead-letters
+
+The normalising stage scales out with the partitions of ``task-events``; the ranking is one agent for the
+whole cluster (it needs every node), fed through a single-partition topic. Both keep their state in Faust tables
+backed by changelog topics (see ``streams.agents.checkpoint``). Values are raw bytes on the Faust side and
+decoded by ``streams.serde``, so a bad record becomes a dead letter instead of a crashed agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+import faust
+
+from streams.core.ranking_config import RankingConfig
+from streams.local import SECOND_US, ranking_config
+from streams.serde import topics as registry
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Wiring:
+    """Topics, tables and settings handed to the agents' ``register`` functions."""
+
+    settings: Settings
+    partitions: int
+    ranking_config: RankingConfig
+    task_events: Any
+    node_samples: Any
+    ranking_feed: Any
+    node_scores: Any
+    blacklist_deltas: Any
+    blacklist_snapshot: Any
+    dead_letters: Any
+    normalise_checkpoints: Any
+    rank_checkpoints: Any
+    task_events_types: tuple[type, ...] = registry.TASK_EVENTS.value_types + registry.JOB_EVENTS.value_types
+    ranking_feed_types: tuple[type, ...] = registry.RANKING_FEED.value_types
+
+    @property
+    def cluster_id(self) -> str:
+        return self.settings.cluster_id
+
+    @property
+    def period_us(self) -> int:
+        return self.ranking_config.period_us
+
+    @property
+    def job_idle_timeout_us(self) -> int:
+        return round(self.settings.job_idle_timeout_s * SECOND_US)
+
+    def published_version(self) -> int:
+        """The newest blacklist version already on ``blacklist-snapshot`` (0 when none)."""
+        from streams.kafka_clients import latest_snapshot
+
+        snapshot = latest_snapshot(self.settings)
+        return 0 if snapshot is None else snapshot.version
+
+
+def broker_credentials(settings: Settings) -> Any:
+    """Faust's credentials object for the security settings (None for PLAINTEXT)."""
+    protocol = settings.security_protocol
+    if protocol == "PLAINTEXT":
+        return None
+    context = None
+    if protocol in ("SSL", "SASL_SSL"):
+        context = ssl.create_default_context(cafile=settings.ssl_cafile)
+        if settings.ssl_certfile:
+            context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile)
+    if protocol.startswith("SASL"):
+        return faust.SASLCredentials(username=settings.sasl_username, password=settings.sasl_password,
+                                     mechanism=settings.sasl_mechanism or "PLAIN", ssl_context=context)
+    return faust.SSLCredentials(context)
+
+
+def _raw_topic(app: faust.App, topic: registry.Topic, partitions: int, *more: registry.Topic) -> Any:
+    names = [topic.name, *(other.name for other in more)]
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+                     partitions=topic.partitions or partitions, internal=False)
+
+
+def _raw_table(app: faust.App, name: str, partitions: int) -> Any:
+    schema = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    return app.Table(name, default=None, schema=schema, partitions=partitions)
+
+
+def make_app(settings: Settings, partitions: int) -> faust.App:
+    """The Faust application of laggard; ``partitions`` is the partition count of ``task-events``."""
+    app = faust.App(
+        settings.app_id,
+        broker=[f"kafka://{address}" for address in settings.bootstrap_servers.split(",")],
+        broker_credentials=broker_credentials(settings),
+        store=settings.store,
+        datadir=str(settings.data_dir),
+        topic_partitions=partitions,
+        topic_replication_factor=settings.replication_factor,
+        key_serializer="raw",
+        value_serializer="raw",
+        consumer_auto_offset_reset="earliest",
+        web_enabled=settings.web_port > 0,
+        web_port=settings.web_port or 6066,
+        web_bind="127.0.0.1",
+        producer_max_request_size=8 * 1024 * 1024,
+        producer_compression_type="gzip",
+        stream_wait_empty=False,
+    )
+    wiring = Wiring(
+        settings=settings,
+        partitions=partitions,
+        ranking_config=ranking_config(settings),
+        task_events=_raw_topic(app, registry.TASK_EVENTS, partitions, registry.JOB_EVENTS),
+        node_samples=_raw_topic(app, registry.NODE_SAMPLES, partitions),
+        ranking_feed=_raw_topic(app, registry.RANKING_FEED, partitions),
+        node_scores=_raw_topic(app, registry.NODE_SCORES, partitions),
+        blacklist_deltas=_raw_topic(app, registry.BLACKLIST_DELTAS, partitions),
+        blacklist_snapshot=_raw_topic(app, registry.BLACKLIST_SNAPSHOT, partitions),
+        dead_letters=_raw_topic(app, registry.DEAD_LETTERS, partitions),
+        normalise_checkpoints=_raw_table(app, "normalise-checkpoints", partitions),
+        rank_checkpoints=_raw_table(app, "rank-checkpoints", 1),
+    )
+    from streams.agents import normalise, rank
+
+    normalise.register(app, wiring)
+    rank.register(app, wiring)
+    return app
