@@ -143,7 +143,7 @@ class UsageEvents:
         if not self.path.exists():
             raise FileNotFoundError(2, "No such file or directory", str(self.path))
         if not self.path.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(self.path))
+            raise ValueError(f"google2011-usage needs a directory (one job, or one per job), not a file: {self.path}")
         jobs = job_directories(self.path)
         merged = heapq.merge(*(self._job(d, order) for order, d in enumerate(jobs)))
         self._events = (item[-1] for item in merged)
@@ -159,6 +159,8 @@ class UsageEvents:
         rows: list[_Row] = []
         with file.open(newline="") as handle:
             for line, fields in enumerate(csv.reader(handle), start=1):
+                if not fields:  # a blank line holds nothing to lose
+                    continue
                 parsed = _parse(fields)
                 if isinstance(parsed, str):
                     self.bad_rows.append(BadRow(str(file), line, parsed))
