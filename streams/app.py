@@ -92,7 +92,7 @@ def _raw_topic(app: faust.App, topic: registry.Topic, partitions: int, *more: re
 
 
 def _raw_table(app: faust.App, name: str, partitions: int) -> Any:
-    schema = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+    schema: Any = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
     return app.Table(name, default=None, schema=schema, partitions=partitions)
 
 

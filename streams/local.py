@@ -16,16 +16,16 @@ from kafka.partitioner.default import murmur2
 
 from streams.core.events import (
     BlacklistDelta,
+    BlacklistSnapshot,
     Event,
     JobFinish,
     JobStart,
-    NodeScore,
     NormalizedTask,
     Progress,
     validate,
 )
 from streams.core.ranking_config import RankingConfig
-from streams.core.stages import NormalizeStage, RankResult, RankStage
+from streams.core.stages import NormalizeStage, RankResult, RankStage, boundary_at_or_before
 from streams.settings import Settings
 
 SECOND_US = 1_000_000
@@ -35,7 +35,7 @@ def partition_for(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a UTF-8 string key."""
     if partitions == 1:
         return 0
-    return (murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % partitions
+    return int(murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % partitions
 
 
 def ranking_config(settings: Settings) -> RankingConfig:
@@ -53,20 +53,6 @@ def ranking_config(settings: Settings) -> RankingConfig:
         seed=settings.seed,
         cluster_id=settings.cluster_id,
     )
-
-
-def node_scores(result: RankResult) -> list[NodeScore]:
-    """The NodeScore records of one ranking (nodes with statistics in the window)."""
-    ranking = result.ranking
-    nodes_with_stats = [row for row in ranking.nodes if row.stats is not None]
-    mean_count = sum(row.stats.n for row in nodes_with_stats) / max(1, len(nodes_with_stats))  # type: ignore[union-attr]
-    scores = []
-    for row in nodes_with_stats:
-        stats = row.stats
-        assert stats is not None
-        scores.append(NodeScore(row.node_id, ranking.window_start_us, ranking.window_end_us, stats.n, stats.mean,
-                                stats.std, stats.ci_low, stats.ci_high, stats.n / mean_count if mean_count else 0.0))
-    return scores
 
 
 @dataclass
@@ -106,7 +92,7 @@ class LocalPipeline:
         self.last_ranking: RankResult | None = None
 
     @property
-    def blacklist(self):  # type: ignore[no-untyped-def]
+    def blacklist(self) -> BlacklistSnapshot:
         return self.rank_stage.ranker.blacklist
 
     def feed(self, event: Event) -> list[BlacklistDelta]:
@@ -129,7 +115,10 @@ class LocalPipeline:
             samples, _ = stage.flush()
             deltas.extend(self._forward(samples, None))
         if self.counts.last_ts_us >= 0:
-            deltas.extend(self._collect(self.rank_stage.finish(self.counts.last_ts_us)))
+            # Samples flushed here were emitted at the last event time: rank through the boundary after it,
+            # so the final ranking includes every job of the trace.
+            end = boundary_at_or_before(self.counts.last_ts_us, self.config.period_us) + self.config.period_us
+            deltas.extend(self._collect(self.rank_stage.finish(end)))
         return deltas
 
     def run(self, events: Iterable[Event], finish: bool = True) -> Iterator[BlacklistDelta]:

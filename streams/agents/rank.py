@@ -9,7 +9,6 @@ from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
 from streams.core.events import Progress
 from streams.core.stages import RankResult, RankStage
-from streams.local import node_scores
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 20000
@@ -36,7 +35,7 @@ def register(app: Any, wiring: Any) -> Any:
         return holder["stage"], holder["checkpointer"]
 
     async def publish(result: RankResult) -> None:
-        for score in node_scores(result):
+        for score in result.ranking.node_scores():
             await send(wiring.node_scores, score.node_id, score)
         delta = result.delta
         if delta is None or delta.version <= holder["published"]:
@@ -58,8 +57,12 @@ def register(app: Any, wiring: Any) -> Any:
             record = await decode_or_dead_letter(event, wiring.dead_letters, wiring.ranking_feed_types)
             if record is None:
                 continue
-            results = rank_stage.progress(record) if isinstance(record, Progress) else rank_stage.add(record)
-            for result in results or ():
+            results: list[RankResult] = []
+            if isinstance(record, Progress):
+                results = rank_stage.progress(record)
+            else:
+                rank_stage.add(record)
+            for result in results:
                 await publish(result)
             if results or checkpointer.held >= CHECKPOINT_EVERY:
                 await checkpointer.save(stream, rank_stage.snapshot())
