@@ -76,6 +76,17 @@ def fetch_jars(quiet: bool = True) -> Path:
     return LIB_DIR
 
 
+def new_cluster_id() -> str:
+    """22 characters of url-safe base64 of a random UUID, as `kafka-storage random-uuid` makes them.
+
+    Like Kafka's own Uuid.randomUuid, never one that starts with '-': the storage tool would read it as an option.
+    """
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
+
+
 def _properties(broker: Broker) -> str:
     home = broker.home
     lines = {
@@ -174,15 +185,18 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     (home / "log4j.properties").write_text(_log4j(broker))
     cluster_file = home / "cluster.id"
     if not cluster_file.exists():
-        cluster_file.write_text(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))
+        cluster_file.write_text(new_cluster_id())
     classpath = f"{lib}/*"
     java_opts = ["-Xms256m", f"-Xmx{broker.heap}", "-XX:+UseG1GC", "-XX:+ExitOnOutOfMemoryError",
                  f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home / 'logs'}"]
-    subprocess.run(
+    formatted = subprocess.run(
         ["java", *java_opts, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t",
          cluster_file.read_text().strip(), "-c", str(home / "server.properties"), "--ignore-formatted"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
+    if formatted.returncode != 0:
+        last = (formatted.stdout.strip().splitlines() or ["no output"])[-1]
+        raise KafkaLocalError(f"formatting the broker's storage in {home} failed: {last}")
     with open(home / "logs" / "stdout.log", "ab") as out:
         process = subprocess.Popen(
             ["java", *java_opts, "-cp", classpath, "kafka.Kafka", str(home / "server.properties")],
