@@ -53,7 +53,7 @@ class JobTasks:
             self.started.add(event.task_id)
             self.finished[event.task_id] = self.running.pop(event.task_id, {})
             self.durations_s.append(event.duration_us / 1e6)
-            if not self.ready:
+            if len(self.finished) <= self.initial_count:  # the finish that makes the job ready is one of them
                 self.first_finished.add(event.task_id)
         elif isinstance(event, TaskFinish):
             self.running.pop(event.task_id, None)

@@ -1,0 +1,64 @@
+"""``laggard eval`` on one small real job, as a user runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+
+JOB = "6343048076"
+
+
+@pytest.fixture(scope="module")
+def spec(traces_dir: Path) -> str:
+    return f"google2011-usage:{traces_dir / 'google2011-nurd-timeseries' / 'timeseriesspecsixtotal' / JOB}"
+
+
+def test_json_is_one_document_with_the_issue_fields(spec: str, tmp_path: Path) -> None:
+    plot = tmp_path / "f1.png"
+    result = CliRunner().invoke(
+        cli, ["eval", "--trace", spec, "--methods", "nurd,supervised,spark", "--json", "--plot", str(plot)]
+    )
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(result.stdout)
+    rows = document["jobs"]
+    assert {r["method"] for r in rows} == {"nurd", "supervised", "spark-q0.75-m1.5", "spark-q0.9-m3"}
+    for row in rows:
+        for key in ("job_id", "method", "n_tasks", "n_stragglers", "tpr", "fpr", "fnr", "f1", "us_per_checkpoint"):
+            assert key in row
+        assert row["job_id"] == JOB and row["n_tasks"] == 152 and row["n_stragglers"] == 18
+        assert 0 <= row["f1"] <= 1 and row["tpr"] + row["fnr"] == pytest.approx(1)
+    nurd = next(r for r in rows if r["method"] == "nurd")
+    assert nurd["online"] is not None  # the online threshold is reported beside the oracle
+    for stats in document["summary"].values():
+        assert {"mean_f1", "mean_tpr", "mean_fpr", "us_per_checkpoint"} <= set(stats)
+    assert "oracle" in document["protocol"]
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert "read " in result.stderr  # progress goes to stderr
+
+
+def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
+    result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--methods", "spark,hadoop"])
+    assert result.exit_code == 0, result.output
+    assert "oracle threshold" in result.stdout
+    assert "mean over jobs" in result.stdout and "hadoop" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--methods", "nope"], "unknown method 'nope'"),
+        (["--trace", "google2011-usage:/no/such/dir"], "No such file or directory"),
+        (["--trace", "nosuchformat:/tmp"], "unknown trace format"),
+    ],
+)
+def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) -> None:
+    full = ["eval", "--trace", spec, *args] if args[0] != "--trace" else ["eval", *args]
+    result = CliRunner().invoke(cli, full)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.output

@@ -1,0 +1,80 @@
+"""Every prediction method behaves as SPEC 4 says: no flag before the initial fraction, each task once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from producers.readers.google_usage import read_usage
+from streams.core.events import Event, JobStart, Status, TaskCheckpoint, TaskFinish
+from streams.core.nurd import METHODS, NurdJob, Oracle, SpeculationJob, make_method
+from streams.core.nurd.tasks import JobTasks
+
+FAST = [f"f{i}" for i in range(8)]
+
+
+def _job(slow_cpu: float = 5.0) -> list[Event]:
+    """Eight fast tasks (10 s, cpu 1) finish; two slow ones (cpu 5) keep reporting up to 200 s."""
+    events: list[Event] = [JobStart("j", 0, declared_tasks=10)]
+    for i, task in enumerate(FAST):
+        end = (10 + i) * 1_000_000
+        events.append(TaskCheckpoint("j", task, 0, "n1", end, end, {"cpu": 1.0 + i / 100}))
+        events.append(TaskFinish("j", task, 0, "n1", end, end, Status.SUCCEEDED))
+    for second in range(20, 200, 10):
+        for task in ("s0", "s1"):
+            us = second * 1_000_000
+            events.append(TaskCheckpoint("j", task, 0, "n2", us, us, {"cpu": slow_cpu}))
+    return events
+
+
+def _flags(method: object, events: list[Event]) -> list[str]:
+    return [f.task_id for e in events for f in method.observe(e)]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", [m for m in METHODS if m != "nurd-batch"])
+def test_no_method_flags_a_task_twice(name: str) -> None:
+    flagged = _flags(make_method(name, tau_s=30.0), _job())
+    assert len(flagged) == len(set(flagged))
+
+
+def test_spark_flags_a_task_running_past_the_multiple_of_the_median() -> None:
+    flagged = _flags(SpeculationJob(quantile=0.75, multiplier=1.5), _job())
+    assert sorted(flagged) == ["s0", "s1"]
+    spark = SpeculationJob(0.75, 1.5)
+    first = next(f for e in _job() for f in spark.observe(e))
+    assert first.elapsed_us > 1.5 * 13.5e6  # median of 10..17 s is 13.5 s
+
+
+def test_nothing_is_flagged_before_the_initial_fraction_finished() -> None:
+    job = NurdJob(Oracle(tau_s=0.001), initial_fraction=0.5)  # any prediction would flag
+    events = _job()
+    fifth_finish = [i for i, e in enumerate(events) if isinstance(e, TaskFinish)][4]
+    early = [f for e in events[:fifth_finish] for f in job.observe(e)]
+    assert early == []
+
+
+def test_nurd_flags_the_tasks_unlike_the_finished_ones_and_not_the_others() -> None:
+    job = NurdJob(Oracle(tau_s=30.0), alpha=0.0)
+    flagged = _flags(job, _job())
+    assert set(flagged) <= {"s0", "s1"}
+    assert job.rho is not None and job.delta is not None
+
+
+def test_an_incomplete_vector_is_not_scored() -> None:
+    tasks = JobTasks()
+    tasks.update(TaskCheckpoint("j", "a", 0, "n", 1, 1, {"EV": 0.0, "cpu": 1.0}))
+    assert tasks.complete({"EV": 0.0, "cpu": 2.0})
+    assert not tasks.complete({"EV": 0.0})
+
+
+def test_nurd_batch_runs_the_same_protocol(traces_dir: Path) -> None:
+    pytest.importorskip("sklearn")
+    job = traces_dir / "google2011-nurd-timeseries" / "timeseriesspecsixtotal" / "6343048076"
+    events = list(read_usage(job))
+    tenth_finish = [i for i, e in enumerate(events) if isinstance(e, TaskFinish)][9]
+    events = events[: tenth_finish + 60]  # predictions start at the 7th finish: a few dozen refits
+    batch = make_method("nurd-batch", tau_s=300.0)
+    flagged = _flags(batch, events)
+    assert len(flagged) == len(set(flagged))
+    assert batch.delta is not None  # type: ignore[attr-defined]
