@@ -25,7 +25,6 @@ gives the same predictions (the fit is deterministic: same data, same ``random_s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, Literal
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
@@ -61,13 +60,8 @@ class NurdBatchJob:
         self.log_target = log_target
         self.refit = refit
         self.seed = seed
-        from sklearn.ensemble import GradientBoostingRegressor
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.pipeline import make_pipeline
-        from sklearn.preprocessing import StandardScaler
+        import sklearn  # noqa: F401  (fail here, at construction, when the optional group is missing)
 
-        self._new_h: Callable[[], Any] = lambda: GradientBoostingRegressor(n_estimators=n_estimators, random_state=seed)
-        self._new_g: Callable[[], Any] = lambda: make_pipeline(StandardScaler(), LogisticRegression(random_state=seed))
         self.tasks = JobTasks(initial_fraction=initial_fraction)
         self.rho: float | None = None
         self.delta: float | None = None
@@ -132,6 +126,18 @@ class NurdBatchJob:
         labels = [1] * len(finished) + [0] * len(running)
         g = self._new_g().fit(rows, labels)
         return float(g.predict_proba([timed(task, running[task])])[0][1])
+
+    def _new_h(self) -> Any:
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        return GradientBoostingRegressor(n_estimators=self.n_estimators, random_state=self.seed)
+
+    def _new_g(self) -> Any:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        return make_pipeline(StandardScaler(), LogisticRegression(random_state=self.seed))
 
 
 def _row(names: list[str], features: Features) -> list[float]:

@@ -78,3 +78,17 @@ def test_nurd_batch_runs_the_same_protocol(traces_dir: Path) -> None:
     flagged = _flags(batch, events)
     assert len(flagged) == len(set(flagged))
     assert batch.delta is not None  # type: ignore[attr-defined]
+
+
+def test_a_restored_snapshot_continues_exactly_where_the_job_was() -> None:
+    from streams.core.nurd.snapshot import restore, snapshot
+
+    events = _job(slow_cpu=3.0)
+    half = len(events) // 2
+    live = NurdJob(Oracle(tau_s=30.0), alpha=0.0)
+    for event in events[:half]:
+        live.observe(event)
+    copy = restore(snapshot(live))
+    rest_live = [(f.task_id, f.adjusted_us) for e in events[half:] for f in live.observe(e)]
+    rest_copy = [(f.task_id, f.adjusted_us) for e in events[half:] for f in copy.observe(e)]
+    assert rest_copy == rest_live
