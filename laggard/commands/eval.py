@@ -15,6 +15,7 @@ import time
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -234,6 +235,8 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str) -> No
 def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float | None, online: bool,
           as_json: bool, plot: str | None) -> None:  # fmt: skip
     names = parse_methods(methods)
+    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
+        raise UserError(f"cannot write plot {plot}: its directory does not exist")
     settings = settings_with()
     options = Options(
         alpha=settings.nurd_alpha if alpha is None else alpha,
