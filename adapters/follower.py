@@ -10,8 +10,9 @@ applied version, the applied set, and every node it has ever seen. Each record y
 - ``Refusal``: the change would push the blacklist over the cap; nothing is applied, the state is unchanged.
 
 The cap: a change is refused when the blacklist after it would hold more than ``max_fraction`` of the known
-nodes, unless it shrinks the blacklist (releasing nodes is always allowed). The known nodes are the larger of
-``known_nodes`` (a count, or names) and every node ever seen in applied snapshots and deltas.
+nodes, unless it shrinks the blacklist (releasing nodes is always allowed). The known nodes are the largest of
+``known_nodes`` (a count, or names), every node ever seen in applied snapshots and deltas, and the number of
+nodes the ranking saw (``nodes_seen``, carried by each delta and snapshot).
 
 >>> from streams.core.events import BlacklistDelta, BlacklistEntry
 >>> def delta(version, *added):
@@ -186,7 +187,7 @@ class Follower:
 
     def _checked(self, change: Change) -> Change | Refusal:
         size = len(change.after)
-        known = self.known_count(change.after | change.before)
+        known = max(self.known_count(change.after | change.before), change.record.nodes_seen)
         over = size > self.max_fraction * known + _EPSILON
         if over and size > len(change.before):
             return Refusal(change.version, size, known, self.max_fraction)

@@ -92,8 +92,9 @@ def _raw_topic(app: faust.App, topic: registry.Topic, partitions: int, *more: re
 
 
 def _raw_table(app: faust.App, name: str, partitions: int) -> Any:
-    schema: Any = faust.Schema(key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-    return app.Table(name, default=None, schema=schema, partitions=partitions)
+    # bytes as key and value types make Faust use the raw serializer both when writing and when it rebuilds the
+    # table from its changelog after a restart (a schema alone covers only the writing side).
+    return app.Table(name, default=None, key_type=bytes, value_type=bytes, partitions=partitions)
 
 
 def make_app(settings: Settings, partitions: int) -> faust.App:

@@ -29,10 +29,9 @@ def adapter() -> None:
     follows `blacklist-deltas`. Its state file (last applied version and set) makes restarts apply nothing
     twice. A change that would blacklist more than --max-fraction of the known nodes is refused as a whole.
 
-    Known nodes: for k8s, the nodes the API lists; for the others, --known-nodes (a count or a file of
-    node names) together with every node seen in snapshots and deltas. Without --known-nodes the file,
-    yarn and webhook adapters need --max-fraction 1 (no cap), since blacklist records name only
-    blacklisted nodes.
+    Known nodes: the largest of the nodes the ranking saw (each delta and snapshot carries that count),
+    --known-nodes (a count or a file of node names), every node seen in snapshots and deltas, and for k8s
+    the nodes the API lists.
 
     With --once the adapter exits 0 when in sync with the latest version, 3 when a change was refused,
     failed, or could not be reached (the state stays at the last applied version).
@@ -245,11 +244,6 @@ def _run(
     cluster = settings.cluster_id
     applier = make_applier(cluster, dry_run)
     known = _known_nodes(known_nodes)
-    if known is None and settings.max_fraction < 1 and kind != "k8s":
-        raise UserError(
-            f"the cap of {settings.max_fraction:g} of the known nodes needs the cluster size: pass "
-            "--known-nodes N|FILE, or --max-fraction 1 to accept any blacklist size"
-        )
     path = state_file or Path(".laggard/adapters") / f"{kind}-{cluster}.json"
     saved = statefile.load(path, cluster)
     follower = Follower(cluster, settings.max_fraction, known, saved.follower)

@@ -38,6 +38,7 @@ class BlacklistBook:
         self._added_at: dict[str, int] = {}
         self._issued_at = 0
         self._window = (0, 0)
+        self._nodes_seen = 0
 
     @property
     def version(self) -> int:
@@ -53,7 +54,7 @@ class BlacklistBook:
         """The whole current blacklist, with the version of the last delta (0 before any)."""
         nodes = tuple(self._entries[node] for node in sorted(self._entries))
         return BlacklistSnapshot(self.cluster_id, self._version, self._issued_at, self.policy,
-                                 self._window[0], self._window[1], nodes)
+                                 self._window[0], self._window[1], nodes, self._nodes_seen)
 
     def apply(self, ranking: Ranking) -> BlacklistDelta | None:
         """Make the book follow ``ranking``; return the change, or None when there is none."""
@@ -75,8 +76,9 @@ class BlacklistBook:
         self._version += 1
         self._issued_at = ranking.window_end_us
         self._window = (ranking.window_start_us, ranking.window_end_us)
+        self._nodes_seen = sum(1 for row in ranking.nodes if row.stats is not None)
         return BlacklistDelta(self.cluster_id, self._version, self._issued_at, self.policy,
-                              ranking.window_start_us, ranking.window_end_us, added, removed)
+                              ranking.window_start_us, ranking.window_end_us, added, removed, self._nodes_seen)
 
     def state(self) -> dict[str, Any]:
         """Plain JSON-able state."""
@@ -85,6 +87,7 @@ class BlacklistBook:
             "blacklist_version": self._version,
             "issued_at_us": self._issued_at,
             "window": list(self._window),
+            "nodes_seen": self._nodes_seen,
             "entries": [
                 [_entry_to_list(entry), self._added_at[node]] for node, entry in sorted(self._entries.items())
             ],
@@ -97,6 +100,7 @@ class BlacklistBook:
         self._version = int(state["blacklist_version"])
         self._issued_at = int(state["issued_at_us"])
         self._window = (int(state["window"][0]), int(state["window"][1]))
+        self._nodes_seen = int(state.get("nodes_seen", 0))
         self._entries, self._added_at = {}, {}
         for fields, added_at in state["entries"]:
             entry = BlacklistEntry(*fields)

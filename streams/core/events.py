@@ -183,6 +183,7 @@ class BlacklistDelta:
     window_end_us: int
     added: tuple[BlacklistEntry, ...]
     removed: tuple[RemovedEntry, ...]
+    nodes_seen: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +197,7 @@ class BlacklistSnapshot:
     window_start_us: int
     window_end_us: int
     nodes: tuple[BlacklistEntry, ...]
+    nodes_seen: int = 0
 
     @property
     def node_ids(self) -> frozenset[str]:

@@ -30,9 +30,18 @@ def one_line_error(result) -> str:
     return errors[0]
 
 
-def test_without_a_cluster_size_the_cap_cannot_be_enforced(tmp_path: Path) -> None:
-    line = one_line_error(invoke("file", "--path", str(tmp_path / "b"), "--bootstrap", "127.0.0.1:1"))
-    assert "--known-nodes" in line and "--max-fraction 1" in line
+def test_the_cap_takes_the_cluster_size_from_the_deltas() -> None:
+    """Deltas carry how many nodes the ranking saw, so no --known-nodes is needed for the cap."""
+    from adapters.follower import Follower, Refusal
+    from streams.core.events import BlacklistDelta, BlacklistEntry
+
+    def delta(version: int, nodes: list[str], seen: int) -> BlacklistDelta:
+        added = tuple(BlacklistEntry(n, 0, 9, 1.5, 0.3, 1.2, 1.8, "slow") for n in nodes)
+        return BlacklistDelta("c", version, version, "pcores", 0, version, added, (), seen)
+
+    assert not isinstance(Follower("c", 0.1).on_delta(delta(1, ["a", "b", "c"], 40)), Refusal)
+    refused = Follower("c", 0.1).on_delta(delta(1, ["a", "b", "c"], 20))
+    assert isinstance(refused, Refusal) and "3 of 20 known nodes" in refused.reason
 
 
 def test_known_nodes_must_be_a_count_or_a_file(tmp_path: Path) -> None:

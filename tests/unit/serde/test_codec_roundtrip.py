@@ -43,10 +43,10 @@ STRATEGIES = {
     ev.RemovedEntry: removed,
     ev.BlacklistDelta: st.builds(
         ev.BlacklistDelta, text, longs, longs, text, longs, longs,
-        st.lists(entry, max_size=3).map(tuple), st.lists(removed, max_size=3).map(tuple),
+        st.lists(entry, max_size=3).map(tuple), st.lists(removed, max_size=3).map(tuple), ints,
     ),
     ev.BlacklistSnapshot: st.builds(
-        ev.BlacklistSnapshot, text, longs, longs, text, longs, longs, st.lists(entry, max_size=3).map(tuple)
+        ev.BlacklistSnapshot, text, longs, longs, text, longs, longs, st.lists(entry, max_size=3).map(tuple), ints
     ),
     ev.DeadLetter: st.builds(ev.DeadLetter, text, ints, longs, st.none() | st.binary(), st.binary(), text, longs),
 }
