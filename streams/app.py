@@ -116,6 +116,9 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         producer_max_request_size=8 * 1024 * 1024,
         producer_compression_type="gzip",
         stream_wait_empty=False,
+        # A worker that died is noticed after this long and its partitions move to the others (Faust's default
+        # is 60 s; a heartbeat thread keeps a busy worker alive).
+        broker_session_timeout=15.0,
     )
     wiring = Wiring(
         settings=settings,
