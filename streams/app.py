@@ -4,6 +4,7 @@ Topology (SPEC 2-3):
 
     task-events + job-events --normalise_tasks--> node-samples (by node)
         (N partitions, by job)                 \\-> ranking-feed (1 partition: samples + progress)
+                             --predict_stragglers--> straggler-predictions (by job)
     ranking-feed --rank_nodes--> node-scores, blacklist-deltas, blacklist-snapshot
     anything undecodable or invalid --> dead-letters
 
@@ -46,6 +47,8 @@ class Wiring:
     dead_letters: Any
     normalise_checkpoints: Any
     rank_checkpoints: Any
+    straggler_predictions: Any
+    predict_checkpoints: Any
     task_events_types: tuple[type, ...] = registry.TASK_EVENTS.value_types + registry.JOB_EVENTS.value_types
     ranking_feed_types: tuple[type, ...] = registry.RANKING_FEED.value_types
 
@@ -133,9 +136,13 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         dead_letters=_raw_topic(app, registry.DEAD_LETTERS, partitions),
         normalise_checkpoints=_raw_table(app, "normalise-checkpoints", partitions),
         rank_checkpoints=_raw_table(app, "rank-checkpoints", 1),
+        straggler_predictions=_raw_topic(app, registry.STRAGGLER_PREDICTIONS, partitions),
+        predict_checkpoints=_raw_table(app, "predict-checkpoints", partitions),
     )
-    from streams.agents import normalise, rank
+    from streams.agents import normalise, predict, rank
 
     normalise.register(app, wiring)
     rank.register(app, wiring)
+    if settings.prediction_method != "off":
+        predict.register(app, wiring)
     return app

@@ -61,6 +61,8 @@ class Settings(BaseSettings):
     seed: int = 0
 
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
+    prediction_method: str = Field("nurd", description="the worker's straggler predictor (laggard eval lists "
+                                                       "them), or off")
     nurd_alpha: float = 0.0
     nurd_epsilon: float = Field(0.05, gt=0, le=1)
     nurd_initial_fraction: float = Field(0.04, gt=0, le=1)

@@ -12,7 +12,10 @@ log = logging.getLogger(__name__)
 
 
 async def decode_or_dead_letter(event: Any, dead_letters: Any, expected: tuple[type, ...]) -> Any | None:
-    """The record in a Faust event, or None after sending the raw bytes to ``dead-letters`` with the reason."""
+    """The record in a Faust event, or None after sending the raw bytes to ``dead-letters`` with the reason.
+
+    Two agents read task-events; only one of them (``dead_letters`` not None) reports a bad record, once.
+    """
     message = event.message
     try:
         record = codec.decode(message.value)
@@ -26,6 +29,8 @@ async def decode_or_dead_letter(event: Any, dead_letters: Any, expected: tuple[t
         return record
     letter = DeadLetter(message.topic, message.partition, message.offset, message.key, message.value or b"",
                         reason, int((message.timestamp or 0) * 1_000_000))
+    if dead_letters is None:
+        return None
     log.warning("dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason)
     await dead_letters.send(key=message.key, value=codec.encode(letter))
     return None
