@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from pydantic import ValidationError
 
 from streams.settings import Settings
 
@@ -33,9 +34,12 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
         given["bootstrap_servers"] = bootstrap
     try:
         return Settings(**given)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        first = str(exc).splitlines()
-        raise click.UsageError("invalid setting: " + " ".join(line.strip() for line in first[1:3])) from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"LAGGARD_{'_'.join(str(part) for part in error['loc']).upper()}={error.get('input')!r}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise click.UsageError(f"invalid setting {problems}") from exc
 
 
 def _check_address(bootstrap: str) -> None:
