@@ -47,3 +47,19 @@ def _check_address(bootstrap: str) -> None:
         host, sep, port = address.rpartition(":")
         if not sep or not host or not port.isdigit():
             raise click.BadParameter(f"{address!r} is not HOST:PORT", param_hint="--bootstrap")
+
+
+class FloorType(click.ParamType):
+    """``--significance-floor``: a number, or ``none`` to disable the floor."""
+
+    name = "X|none"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or isinstance(value, float):
+            return value
+        if str(value).strip().lower() in ("none", "off"):
+            return "none"
+        try:
+            return float(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)

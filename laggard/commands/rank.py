@@ -19,6 +19,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from laggard.commands.options import FloorType
 from laggard.errors import UserError
 from streams.core.events import Event, Status, TaskFinish
 from streams.core.ranker import NodeRanker
@@ -208,22 +209,6 @@ def _report_reading(report: ReadReport, source: str, samples: int, err: Console)
 
 
 # --- the command --------------------------------------------------------------------------------
-
-
-class FloorType(click.ParamType):
-    """A number, or ``none`` to disable the significance floor."""
-
-    name = "X|none"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, float) or value is None:
-            return value
-        if str(value).strip().lower() in ("none", "off"):
-            return "none"
-        try:
-            return float(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)
 
 
 @click.command("rank")

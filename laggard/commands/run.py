@@ -15,7 +15,7 @@ import click
 import orjson
 from rich.console import Console
 
-from laggard.commands.options import settings_with
+from laggard.commands.options import FloorType, settings_with
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
 from streams.core.ranking_config import POLICIES
@@ -23,22 +23,6 @@ from streams.local import LocalPipeline
 from streams.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class FloorType(click.ParamType):
-    """A number, or ``none`` to disable the significance floor."""
-
-    name = "X|none"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if value is None or isinstance(value, float):
-            return value
-        if str(value).strip().lower() in ("none", "off"):
-            return "none"
-        try:
-            return float(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)
 
 
 def ranking_options(func: F) -> F:
