@@ -64,12 +64,11 @@ class Wiring:
     def job_idle_timeout_us(self) -> int:
         return round(self.settings.job_idle_timeout_s * SECOND_US)
 
-    def published_version(self) -> int:
-        """The newest blacklist version already on ``blacklist-snapshot`` (0 when none)."""
+    def published_snapshot(self) -> Any:
+        """The newest BlacklistSnapshot of this cluster already on ``blacklist-snapshot``, or None."""
         from streams.kafka_clients import latest_snapshot
 
-        snapshot = latest_snapshot(self.settings)
-        return 0 if snapshot is None else snapshot.version
+        return latest_snapshot(self.settings)
 
 
 def broker_credentials(settings: Settings) -> Any:

@@ -23,13 +23,21 @@ def register(app: Any, wiring: Any) -> Any:
             rank_stage = RankStage(wiring.ranking_config, wiring.partitions)
             checkpointer = Checkpointer(wiring.rank_checkpoints, f"rank:{wiring.cluster_id}".encode())
             state = checkpointer.load()
+            restored = False
             if state is not None:
                 try:
                     rank_stage.restore(state)
+                    restored = True
                 except ValueError as exc:
                     log.warning("%s; cold start", exc)
+            published = wiring.published_snapshot()
             holder["stage"], holder["checkpointer"] = rank_stage, checkpointer
-            holder["published"] = wiring.published_version()
+            holder["published"] = 0 if published is None else published.version
+            if published is not None and not restored:
+                # No state of our own but consumers hold version N: continue from their blacklist, so the
+                # next delta is N + 1 against what they have, never a reused or unrelated version.
+                rank_stage.ranker.adopt(published)
+                log.warning("cold start: continuing from the published blacklist version %d", published.version)
             log.info("ranking resumes at %s; deltas up to version %d are already published",
                      checkpointer.offsets or "the beginning", holder["published"])
         return holder["stage"], holder["checkpointer"]

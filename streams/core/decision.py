@@ -80,6 +80,22 @@ class BlacklistBook:
         return BlacklistDelta(self.cluster_id, self._version, self._issued_at, self.policy,
                               ranking.window_start_us, ranking.window_end_us, added, removed, self._nodes_seen)
 
+    def adopt(self, snapshot: BlacklistSnapshot) -> None:
+        """Continue from a published snapshot (a cold start that must not reuse versions consumers have seen).
+
+        >>> book = BlacklistBook("c1")
+        >>> entry = BlacklistEntry("n1", 0, 9, 1.2, 0.4, 0.9, 1.5, "slow")
+        >>> book.adopt(BlacklistSnapshot("c1", 7, 600, "pcores", 0, 600, (entry,), 40))
+        >>> book.version, sorted(book.listed)
+        (7, ['n1'])
+        """
+        self._version = snapshot.version
+        self._issued_at = snapshot.issued_at_us
+        self._window = (snapshot.window_start_us, snapshot.window_end_us)
+        self._nodes_seen = snapshot.nodes_seen
+        self._entries = {entry.node_id: entry for entry in snapshot.nodes}
+        self._added_at = {entry.node_id: snapshot.issued_at_us for entry in snapshot.nodes}
+
     def state(self) -> dict[str, Any]:
         """Plain JSON-able state."""
         return {

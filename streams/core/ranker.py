@@ -83,6 +83,10 @@ class NodeRanker:
         ranking = self.rank(now_us)
         return ranking, self._book.apply(ranking)
 
+    def adopt(self, published: BlacklistSnapshot) -> None:
+        """Start from the blacklist consumers already have (see ``BlacklistBook.adopt``)."""
+        self._book.adopt(published)
+
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain JSON-able data."""
         return {"version": SNAPSHOT_VERSION, "windows": self._windows.snapshot(), "book": self._book.state()}
