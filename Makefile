@@ -39,7 +39,7 @@ kafka-down: venv
 	$(LAGGARD) kafka stop
 
 lint: venv
-	$(VENV)/bin/ruff check laggard streams producers adapters tests
+	$(VENV)/bin/ruff check --no-cache laggard streams producers adapters tests
 	$(VENV)/bin/mypy streams/core
 
 unit: venv

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka import TopicPartition
+
 from adapters import statefile
 from adapters.base import Applier, ApplyError, prefix
 from adapters.follower import Change, Follower, Gap, Refusal, Skip, Step
-from kafka import TopicPartition
 from streams import kafka_clients
 from streams.core.events import BlacklistDelta, BlacklistSnapshot
 from streams.errors import BrokerUnavailable

@@ -101,5 +101,5 @@ def load_settings(file: Path | None = None, **overrides: Any) -> Settings:
     """Settings from the environment, then ``file`` (a ``KEY=value`` env file), then ``overrides``."""
     given = {key: value for key, value in overrides.items() if value is not None}
     if file is not None:
-        return Settings(_env_file=file, **given)  # type: ignore[call-arg]
+        return Settings(_env_file=file, **given)
     return Settings(**given)
