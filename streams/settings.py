@@ -95,11 +95,3 @@ class Settings(BaseSettings):
             options["sasl_plain_username"] = self.sasl_username
             options["sasl_plain_password"] = self.sasl_password
         return options
-
-
-def load_settings(file: Path | None = None, **overrides: Any) -> Settings:
-    """Settings from the environment, then ``file`` (a ``KEY=value`` env file), then ``overrides``."""
-    given = {key: value for key, value in overrides.items() if value is not None}
-    if file is not None:
-        return Settings(_env_file=file, **given)
-    return Settings(**given)
