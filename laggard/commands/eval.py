@@ -29,7 +29,7 @@ from streams.core.evaluation import Metrics, Truth, drive, job_truth, score
 from streams.core.events import Event
 from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method, uses_threshold
 
-DEFAULT_METHODS = ("nurd", "nurd-nc", "supervised", "nurd-batch", "spark", "hadoop", "hst")
+DEFAULT_METHODS = ("nurd", "nurd-nc", "supervised", "nurd-batch", "spark", "hadoop", "hst", "elapsed-tau")
 PROTOCOL = (
     "oracle threshold: a straggler is a task at or above its job's true p90 latency "
     "(sorted(latencies)[int(0.9 n)]), and tau-based methods flag against that same tau, as in the Nurd paper; "

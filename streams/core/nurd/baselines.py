@@ -8,7 +8,10 @@
   the top tenth of the scores seen in the job so far. It never looks at latency, which is the point:
   stragglers are outliers in latency, not necessarily in feature space.
 
-These decide on elapsed time or features only, never on tau: the oracle threshold does not apply.
+These decide on elapsed time or features only, never on tau: the oracle threshold does not apply; except
+``ElapsedTauJob``, a reference rather than a predictor: flag a running task once its elapsed time passes tau.
+Under the oracle protocol it shows what knowing tau and elapsed time alone is worth, the yardstick for every
+method that decides against tau.
 
 >>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
 >>> spark = SpeculationJob(quantile=0.5, multiplier=1.5)
@@ -24,8 +27,9 @@ import statistics
 
 from river import anomaly, preprocessing, stats
 
-from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
+from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
 from streams.core.nurd.tasks import JobTasks
+from streams.core.nurd.threshold import Threshold
 
 
 def _flag(event: TaskCheckpoint, method: str, limit_s: float, score: float | None = None) -> StragglerPrediction:
@@ -59,6 +63,38 @@ class _ElapsedRule:
             return []
         self.flagged.add(event.task_id)
         return [_flag(event, self.method, limit)]
+
+
+class ElapsedTauJob(_ElapsedRule):
+    """Flag a running task once its elapsed time passes tau (the threshold object: oracle or online).
+
+    >>> from streams.core.events import JobStart, Status
+    >>> from streams.core.nurd.threshold import Oracle
+    >>> rule = ElapsedTauJob(Oracle(12.0), start_fraction=0.5)
+    >>> _ = rule.observe(JobStart("j", 0, declared_tasks=2))
+    >>> _ = rule.observe(TaskFinish("j", "b", 0, "n2", 5_000_000, 5_000_000, Status.SUCCEEDED))
+    >>> rule.observe(TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {}))
+    []
+    >>> [f.task_id for f in rule.observe(TaskCheckpoint("j", "a", 0, "n1", 13_000_000, 13_000_000, {}))]
+    ['a']
+    """
+
+    method = "elapsed-tau"
+
+    def __init__(self, threshold: Threshold, start_fraction: float = 0.04) -> None:
+        super().__init__(start_fraction)
+        self.threshold = threshold
+
+    def observe(self, event: Event) -> list[StragglerPrediction]:
+        if isinstance(event, TaskFinish) and event.succeeded:
+            self.threshold.estimate(event.task_id, event.duration_us / 1e6)
+        elif isinstance(event, TaskCheckpoint):
+            self.threshold.estimate(event.task_id, event.elapsed_us / 1e6)
+        return super().observe(event)
+
+    def limit(self) -> float:
+        tau = self.threshold.value()
+        return float("inf") if tau is None else tau
 
 
 class SpeculationJob(_ElapsedRule):

@@ -5,7 +5,7 @@ event of one job in event-time order; it returns the tasks it flags (each task a
 evaluation loop and the stream agent drive all methods alike.
 
 >>> sorted(METHODS)[:3]
-['hadoop', 'hst', 'nurd']
+['elapsed-tau', 'hadoop', 'hst']
 >>> make_method("spark-q0.75-m1.5", tau_s=None).method
 'spark-q0.75-m1.5'
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from streams.core.events import Event, StragglerPrediction
-from streams.core.nurd.baselines import HadoopJob, OutlierJob, SpeculationJob
+from streams.core.nurd.baselines import ElapsedTauJob, HadoopJob, OutlierJob, SpeculationJob
 from streams.core.nurd.nurd import NurdJob
 from streams.core.nurd.threshold import JobP90, Oracle, Threshold
 
@@ -66,6 +66,8 @@ METHODS: dict[str, tuple[Callable[[Threshold, Options], Predictor], bool]] = {
     "spark-q0.9-m3": (lambda t, o: SpeculationJob(0.9, 3.0), False),
     "hadoop": (lambda t, o: HadoopJob(0.05, 1.0), False),
     "hst": (lambda t, o: OutlierJob(initial_fraction=o.initial_fraction), False),
+    # A yardstick, not a predictor: what knowing tau and elapsed time alone is worth under the same protocol.
+    "elapsed-tau": (lambda t, o: ElapsedTauJob(t, o.initial_fraction), True),
 }
 ALIASES = {"spark": ("spark-q0.75-m1.5", "spark-q0.9-m3")}
 
