@@ -1,0 +1,153 @@
+"""The bench's own Kafka broker and workers: started on free ports under a temporary directory, always stopped.
+
+Every process started here writes its pid under the bench's directory (``pids/``), so the parent process can
+stop whatever a crashed stage left behind (:func:`stop_leftovers`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kafka.admin import NewTopic
+from kafka.structs import TopicPartition
+
+from laggard import kafka_local
+from laggard.bench.common import cpu_seconds, say, vm_hwm_mb
+from streams import kafka_clients
+from streams.serde import topics as registry
+from streams.settings import Settings
+
+# Broker-side timestamps: every record carries the time the broker appended it, whoever produced it.
+LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
+INPUT_TOPICS = (registry.TASK_EVENTS.name, registry.JOB_EVENTS.name)
+
+
+@contextlib.contextmanager
+def own_broker(workdir: Path) -> Iterator[kafka_local.Broker]:
+    """A broker of the bench's own on free ports; stopped (SIGTERM, then SIGKILL) whatever happens."""
+    port, controller = kafka_local.free_ports(2)
+    broker = kafka_local.Broker(port=port, controller_port=controller, data_dir=workdir / "broker")
+    say(f"starting a Kafka broker at {broker.bootstrap} (data in {broker.home})")
+    try:
+        kafka_local.start(broker)
+        yield broker
+    finally:
+        kafka_local.stop(broker)
+
+
+def broker_peak_mb(broker: kafka_local.Broker) -> float | None:
+    pid = kafka_local.status(broker)
+    return None if pid is None else vm_hwm_mb(pid)
+
+
+def fresh_topics(settings: Settings, partitions: int) -> None:
+    """Delete every topic but Kafka's own, then create laggard's with broker timestamps."""
+    client = kafka_clients.admin(settings)
+    try:
+        doomed = [name for name in client.list_topics() if not name.startswith("__")]
+        if doomed:
+            client.delete_topics(doomed)
+            deadline = time.monotonic() + 60
+            while set(doomed) & set(client.list_topics()):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"topics {doomed} were not deleted within a minute")
+                time.sleep(0.5)
+        client.create_topics([
+            NewTopic(name=topic.name, num_partitions=topic.partitions or partitions, replication_factor=1,
+                     topic_configs={**topic.config(), **LOG_APPEND_TIME})
+            for topic in registry.TOPICS
+        ])  # fmt: skip
+    finally:
+        client.close()
+
+
+def input_partitions(settings: Settings) -> list[TopicPartition]:
+    client = kafka_clients.consumer(settings)
+    try:
+        return [TopicPartition(topic, p) for topic in INPUT_TOPICS for p in sorted(client.partitions_for_topic(topic))]
+    finally:
+        client.close()
+
+
+class Workers:
+    """``laggard worker`` subprocesses of one app id; their peak memory and CPU are read before they stop."""
+
+    def __init__(self, workdir: Path, settings: Settings, app_id: str, count: int) -> None:
+        self.workdir = workdir
+        self.settings = settings
+        self.app_id = app_id
+        self.count = count
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.logs: list[Path] = []
+        self.started_wall = 0.0
+
+    def start(self) -> None:
+        (self.workdir / "pids").mkdir(parents=True, exist_ok=True)
+        for index in range(self.count):
+            env = dict(os.environ, LAGGARD_BOOTSTRAP_SERVERS=self.settings.bootstrap_servers,
+                       LAGGARD_APP_ID=self.app_id, LAGGARD_DATA_DIR=str(self.workdir / f"{self.app_id}-{index}"),
+                       LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions))  # fmt: skip
+            log = self.workdir / f"{self.app_id}-{index}.log"
+            with open(log, "ab") as out:
+                process = subprocess.Popen([sys.executable, "-m", "laggard", "worker", "--web-port", "0"],
+                                           stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            (self.workdir / "pids" / f"worker-{process.pid}").write_text(str(process.pid))
+            self.processes.append(process)
+            self.logs.append(log)
+        self.started_wall = time.time()
+
+    def check_alive(self) -> None:
+        for process, log in zip(self.processes, self.logs, strict=True):
+            if process.poll() is not None:
+                tail = log.read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"worker {process.pid} exited with {process.returncode}; log tail:\n{tail}")
+
+    def wait_ready(self, timeout_s: float = 120) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not all("Worker ready" in log.read_text(errors="replace") for log in self.logs):
+            self.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workers of {self.app_id} not ready within {timeout_s:.0f} s; see {self.logs}")
+            time.sleep(0.5)
+
+    def usage(self) -> dict[str, Any]:
+        """Peak resident memory (MB) and CPU seconds of each running worker."""
+        return {"peak_mb": [vm_hwm_mb(p.pid) for p in self.processes],
+                "cpu_seconds": [cpu_seconds(p.pid) for p in self.processes]}  # fmt: skip
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            (self.workdir / "pids" / f"worker-{process.pid}").unlink(missing_ok=True)
+
+
+def stop_leftovers(workdir: Path) -> list[str]:
+    """Stop brokers and workers a stage left running under ``workdir`` (it crashed); say what was stopped."""
+    stopped = []
+    for pid_file in sorted((workdir / "pids").glob("worker-*")) if (workdir / "pids").is_dir() else []:
+        pid = int(pid_file.read_text())
+        with contextlib.suppress(OSError):
+            if b"laggard" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+                stopped.append(f"worker {pid}")
+        pid_file.unlink(missing_ok=True)
+    for pid_file in workdir.glob("**/broker.pid"):
+        pid = kafka_local.stop(kafka_local.Broker(data_dir=pid_file.parent))
+        if pid is not None:
+            stopped.append(f"broker {pid}")
+    return stopped

@@ -1,0 +1,220 @@
+"""The Kafka stage: raw produce/consume floors of the broker, then ``laggard worker`` throughput and latency.
+
+One broker of the bench's own serves every scenario; between scenarios all topics are deleted and created
+afresh, and each scenario's workers have an app id (consumer group, changelog topics) of their own.
+
+Throughput: the first ``kafka_events`` events of the Google 2011 task-events trace (a replay in event-time
+order, keyed by job id as ``laggard replay`` keys them) are encoded once and pre-loaded to task-events and
+job-events (the produce floor: pre-encoded bytes, the replayer's producer settings, no processing), read back
+once with kafka-python (the consume floor: no decoding), then the workers start. The sustained rate is measured
+from the workers' progress marks (see ``ProgressWatch``) until they are done or the scenario's time is up.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from pathlib import Path
+from typing import Any
+
+from kafka.structs import TopicPartition
+
+from laggard.bench.broker import (
+    Workers,
+    broker_peak_mb,
+    fresh_topics,
+    input_partitions,
+    own_broker,
+)
+from laggard.bench.common import Sizes, rate, say
+from laggard.bench.latency import live_latency
+from producers.sink import compression_type
+from streams import kafka_clients
+from streams.core.events import Event, JobFinish, JobStart, Progress
+from streams.local import SECOND_US, partition_for
+from streams.serde import codec
+from streams.serde import topics as registry
+from streams.settings import Settings
+
+PARTITIONS = 2  # task-events partitions in every scenario: one worker, then two workers
+
+
+def encoded(events: list[Event]) -> list[tuple[str, bytes, bytes]]:
+    """(topic, key, value) of each event, as ``producers.sink.KafkaSink`` would send it."""
+    job_types = (JobStart, JobFinish)
+    return [(registry.JOB_EVENTS.name if isinstance(e, job_types) else registry.TASK_EVENTS.name,
+             codec.encode_key(e.job_id), codec.encode(e)) for e in events]  # fmt: skip
+
+
+def produce(settings: Settings, records: list[tuple[str, bytes, bytes]]) -> float:
+    """Records per second of producing pre-encoded records with the replayer's producer settings."""
+    producer = kafka_clients.producer(settings, compression_type=compression_type(), linger_ms=50,
+                                      batch_size=512 * 1024)  # fmt: skip
+    try:
+        started = time.perf_counter()
+        for topic, key, value in records:
+            producer.send(topic, key=key, value=value)
+        producer.flush()
+        return rate(len(records), time.perf_counter() - started)
+    finally:
+        producer.close()
+
+
+def consume(settings: Settings, total: int, timeout_s: float = 300) -> float:
+    """Records per second of reading ``total`` records of task-events + job-events, no decoding."""
+    client = kafka_clients.consumer(settings)
+    try:
+        partitions = input_partitions(settings)
+        client.assign(partitions)
+        client.seek_to_beginning(*partitions)
+        count = 0
+        started = time.perf_counter()
+        while count < total:
+            if time.perf_counter() - started > timeout_s:
+                raise RuntimeError(f"read {count} of {total} records within {timeout_s:.0f} s")
+            for records in client.poll(timeout_ms=500, max_records=5000).values():
+                count += len(records)
+        return rate(count, time.perf_counter() - started)
+    finally:
+        client.close()
+
+
+class ProgressWatch:
+    """How many pre-loaded events the workers have processed, from the Progress marks on ranking-feed.
+
+    A normalising partition publishes Progress(partition, watermark) each time its event time passes a
+    ranking boundary; by then it has processed every event of its partition at or before the watermark. With
+    the events' partitions and times known (they were pre-loaded here), each mark is a count of processed
+    events at the mark's broker timestamp. Events after a partition's last boundary never show; a partition
+    is done when it reached that boundary. (Committed offsets would do too, but the worker commits only at
+    its agents' checkpoints, and the prediction agent checkpoints every 2000 events of a partition.)
+    """
+
+    def __init__(self, settings: Settings, events: list[Event], period_us: int) -> None:
+        times: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+        for event in events:
+            times[partition_for(event.job_id, PARTITIONS)].append(event.ts_us)
+        self.times = {p: sorted(ts) for p, ts in times.items()}
+        self.visible = {p: bisect.bisect_left(ts, (ts[-1] // period_us) * period_us) if ts else 0
+                        for p, ts in self.times.items()}  # fmt: skip
+        self.watermarks: dict[int, int] = {}
+        self.marks: list[tuple[int, int]] = []  # (broker ms, processed) at each mark
+        self.consumer = kafka_clients.consumer(settings)
+        self.consumer.assign([TopicPartition(registry.RANKING_FEED.name, 0)])
+
+    def poll(self) -> None:
+        for records in self.consumer.poll(timeout_ms=200, max_records=10_000).values():
+            for record in records:
+                mark = codec.decode(record.value)
+                if isinstance(mark, Progress):
+                    self.watermarks[mark.partition] = max(mark.ts_us, self.watermarks.get(mark.partition, -1))
+                    self.marks.append((record.timestamp, self.processed))
+
+    @property
+    def processed(self) -> int:
+        return sum(bisect.bisect_right(self.times[p], w) for p, w in self.watermarks.items())
+
+    @property
+    def done(self) -> bool:
+        return all(bisect.bisect_right(self.times[p], self.watermarks.get(p, -1)) >= self.visible[p]
+                   for p in self.times)  # fmt: skip
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def watch(settings: Settings, workers: Workers, events: list[Event], window_s: float) -> dict[str, Any]:
+    """Follow the workers' progress until they are done, ``window_s`` has passed since their first mark, or
+    no mark came for ``idle_s``; the sustained rate is measured between the first and the last mark."""
+    progress = ProgressWatch(settings, events, round(settings.ranking_period_s * SECOND_US))
+    idle_s = min(20.0, max(8.0, window_s / 2))
+    try:
+        while not progress.done:
+            workers.check_alive()
+            progress.poll()
+            now_ms = time.time() * 1000
+            if not progress.marks:
+                if now_ms / 1000 - workers.started_wall > 180:
+                    raise RuntimeError(f"workers of {workers.app_id} published no progress within 180 s")
+                continue
+            first_ms, last_ms = progress.marks[0][0], progress.marks[-1][0]
+            if now_ms - first_ms >= window_s * 1000 or now_ms - last_ms >= idle_s * 1000:
+                break
+    finally:
+        progress.close()
+    usage = workers.usage()
+    (t0, c0), (t1, c1) = progress.marks[0], progress.marks[-1]
+    seconds = t1 / 1000 - workers.started_wall
+    cpu = [c for c in usage["cpu_seconds"] if c is not None]
+    return {"workers": workers.count, "partitions": PARTITIONS, "events": len(events), "processed": c1,
+            "finished": progress.done, "marks": len(progress.marks), "seconds_from_start": seconds,
+            "startup_seconds": t0 / 1000 - workers.started_wall,
+            "sustained_per_s": rate(c1 - c0, (t1 - t0) / 1000) if c1 > c0 else rate(c1, seconds),
+            "overall_per_s": rate(c1, seconds),
+            "worker_cpu_percent": 100 * sum(cpu) / (time.time() - workers.started_wall),
+            "worker_peak_mb": usage["peak_mb"]}  # fmt: skip
+
+
+def scenario(workdir: Path, settings: Settings, events: list[Event], records: list[tuple[str, bytes, bytes]],
+             count: int, window_s: float, measure_consume: bool) -> dict[str, Any]:
+    """Fresh topics, pre-load, (consume floor,) run ``count`` workers and watch them."""
+    fresh_topics(settings, PARTITIONS)
+    say(f"pre-loading {len(records)} events to task-events/job-events")
+    result: dict[str, Any] = {"preload_per_s": produce(settings, records)}
+    if measure_consume:
+        say("reading them back (consume floor)")
+        result["consume_per_s"] = consume(settings, len(records))
+    workers = Workers(workdir, settings, f"bench-{count}w-{int(time.time())}", count)
+    say(f"running {count} worker(s) for at most {window_s:.0f} s after their first progress mark")
+    workers.start()
+    try:
+        result.update(watch(settings, workers, events, window_s))
+    finally:
+        workers.stop()
+    return result
+
+
+def scenarios(workdir: Path, settings: Settings, sizes: Sizes, events: list[Event]) -> dict[str, Any]:
+    records = encoded(events)
+    one = scenario(workdir, settings, events, records, 1, sizes.kafka_window_s, measure_consume=True)
+    two = scenario(workdir, settings, events, records, 2, sizes.kafka_window_s, measure_consume=False)
+    fresh_topics(settings, PARTITIONS)
+    latency = live_latency(workdir, settings, sizes)
+    return {
+        "source": f"Google 2011 task events, the first {len(events)} in event-time order, pre-loaded",
+        "floors": {"records": len(records), "compression": compression_type(),
+                   "produce_per_s": one.pop("preload_per_s"), "consume_per_s": one.pop("consume_per_s")},
+        "one_worker": one,
+        "two_workers": two,
+        "latency": latency,
+    }  # fmt: skip
+
+
+def kafka_stage(workdir: Path, settings: Settings, sizes: Sizes, events: list[Event],
+                bootstrap: str | None) -> dict[str, Any]:
+    """Every Kafka figure, on a broker started and stopped here (or the empty broker at ``bootstrap``)."""
+    if bootstrap is not None:
+        external = settings.model_copy(update={"bootstrap_servers": bootstrap, "topic_partitions": PARTITIONS})
+        check_empty(external)
+        return {"broker": bootstrap, **scenarios(workdir, external, sizes, events), "broker_peak_mb": None}
+    with own_broker(workdir) as broker:
+        own = settings.model_copy(update={"bootstrap_servers": broker.bootstrap, "topic_partitions": PARTITIONS})
+        result = scenarios(workdir, own, sizes, events)
+        return {"broker": f"own, {broker.bootstrap}", **result, "broker_peak_mb": broker_peak_mb(broker)}
+
+
+def check_empty(settings: Settings) -> None:
+    """The bench deletes and recreates topics: it takes a broker given to it only when that holds none."""
+    client = kafka_clients.admin(settings)
+    try:
+        topics = sorted(name for name in client.list_topics() if not name.startswith("__"))
+    finally:
+        client.close()
+    if topics:
+        shown = ", ".join(topics[:5]) + (" ..." if len(topics) > 5 else "")
+        raise BenchRefused(f"the broker at {settings.bootstrap_servers} already has topics ({shown}); the bench "
+                           "deletes and recreates topics, so give it an empty broker or leave out --bootstrap")
+
+
+class BenchRefused(RuntimeError):
+    """A user mistake found inside a stage; the message is one line for the user."""
