@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import settings_with
+from laggard.commands.options import settings_with, stdout_console
 from laggard.commands.run import describe_settings, make_pipeline, open_trace_or_fail, ranking_options
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, trace_time
@@ -124,7 +124,7 @@ def demo(
 
     outcome = run_with_progress(trace, pipeline, err, label="demo")
     index = _write(outcome, history, settings, spec, out_dir)
-    console = Console()
+    console = stdout_console()
     print_summary(outcome, console)
     console.print(f"\nReport: [bold]{index.resolve()}[/] (written in {time.perf_counter() - started:.1f} s)")
     if open_browser:

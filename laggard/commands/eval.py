@@ -23,7 +23,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import settings_with
+from laggard.commands.options import settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.evaluation import Metrics, Truth, drive, job_truth, score
 from streams.core.events import Event
@@ -258,7 +258,7 @@ def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float 
                     "bad_rows": trace.bad_rows, "jobs": rows, "summary": summary}  # fmt: skip
         click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
-        print_tables(Console(), rows, summary)
+        print_tables(stdout_console(), rows, summary)
 
 
 def evaluate_jobs(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 from pydantic import ValidationError
+from rich.console import Console
 
 from streams.settings import Settings
 
@@ -63,3 +65,9 @@ class FloorType(click.ParamType):
             return float(value)
         except ValueError:
             self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)
+
+
+def stdout_console() -> Console:
+    """The console for tables on stdout: the terminal's width, or 160 columns when piped to a file or a log,
+    where rich would otherwise assume 80 and cut numbers short."""
+    return Console() if sys.stdout.isatty() else Console(width=160)

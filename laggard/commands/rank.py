@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import FloorType
+from laggard.commands.options import FloorType, stdout_console
 from laggard.errors import UserError
 from streams.core.events import Event, Status, TaskFinish
 from streams.core.ranker import NodeRanker
@@ -253,7 +253,7 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
         sys.stdout.buffer.write(orjson.dumps(ranking_document(ranking)) + b"\n")
         sys.stdout.flush()
     else:
-        print_ranking(ranking, Console())
+        print_ranking(ranking, stdout_console())
 
 
 def _event_order(event: Event) -> tuple[int, str, str]:

@@ -15,7 +15,7 @@ import click
 import orjson
 from rich.console import Console
 
-from laggard.commands.options import FloorType, settings_with
+from laggard.commands.options import FloorType, settings_with, stdout_console
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
 from streams.core.ranking_config import POLICIES
@@ -135,7 +135,7 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
         sys.stdout.buffer.write(orjson.dumps(run_document(outcome), option=orjson.OPT_NON_STR_KEYS) + b"\n")
         sys.stdout.flush()
         return
-    print_outcome(outcome, Console())
+    print_outcome(outcome, stdout_console())
 
 
 def print_outcome(outcome: RunOutcome, console: Console) -> None:
