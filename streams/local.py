@@ -18,8 +18,6 @@ from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
     Event,
-    JobFinish,
-    JobStart,
     NormalizedTask,
     Progress,
     validate,
@@ -102,8 +100,7 @@ class LocalPipeline:
         if reason is not None:
             self.counts.invalid[reason.split(":")[0]] += 1
             return []
-        if not isinstance(event, JobStart | JobFinish):
-            self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
+        self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
         stage = self._stages[partition_for(event.job_id, self.partitions)]
         samples, progress = stage.process(event)
         return self._forward(samples, progress)

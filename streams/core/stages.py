@@ -13,22 +13,23 @@ changes nothing: the same trace gives the same deltas in Kafka and in-process.
 >>> normalize = NormalizeStage(partition=0, partitions=1, period_us=10, job_idle_timeout_us=100)
 >>> rank = RankStage(RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None,
 ...                                max_fraction=1.0), partitions=1)
+>>> _ = normalize.process(JobStart("j", 100))
 >>> for i, d in enumerate([10, 11, 12, 30]):
-...     samples, progress = normalize.process(TaskFinish("j", f"t{i}", 0, f"n{i}", 100 + d, d, Status.SUCCEEDED))
->>> samples, progress = normalize.process(JobFinish("j", 130))
->>> [s.emitted_us for s in samples], progress  # boundary 130 was already reported by t3
-([130, 130, 130, 130], None)
+...     _ = normalize.process(TaskFinish("j", f"t{i}", 0, f"n{i}", 100 + d, d, Status.SUCCEEDED))
+>>> normalize.process(JobFinish("j", 130))  # waits: more task events of time 130 may still come
+([], Progress(partition=0, partitions=1, ts_us=130))
+>>> _ = normalize.process(JobStart("k", 150))  # the job stream passed 130, the task stream not yet
+>>> samples, progress = normalize.process(TaskStart("k", "t0", 0, "n0", 150))  # now both have
+>>> [s.emitted_us for s in samples], progress
+([130, 130, 130, 130], Progress(partition=0, partitions=1, ts_us=150))
 >>> for sample in samples:
 ...     rank.add(sample)
->>> _ = normalize.process(JobStart("k", 150, declared_tasks=1))  # job events hold progress back too
->>> _, progress = normalize.process(TaskStart("k", "t0", 0, "n0", 150))
->>> [(r.boundary_us, len(r.ranking.nodes)) for r in rank.progress(progress)]  # samples count from 140 on
+>>> [(r.boundary_us, len(r.ranking.nodes)) for r in rank.progress(progress)]  # applied from 140 on
 [(140, 4), (150, 4)]
 """
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import heapq
 from dataclasses import dataclass
@@ -42,6 +43,10 @@ from streams.core.events import (
     JobStart,
     NormalizedTask,
     Progress,
+    Status,
+    TaskCheckpoint,
+    TaskFinish,
+    TaskStart,
 )
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
@@ -56,18 +61,24 @@ def boundary_at_or_before(ts_us: int, period_us: int) -> int:
     return (ts_us // period_us) * period_us
 
 
+# Events of one timestamp are applied in this order, then in their own stream's order: a total order that
+# does not depend on how the two topics interleaved on arrival.
+_KIND_ORDER = {JobStart: 0, TaskStart: 1, TaskCheckpoint: 1, TaskFinish: 1, JobFinish: 2}
+
+
 class NormalizeStage:
     """Per-partition z-values (SPEC 3) with progress marks at ranking boundaries.
 
-    Task and job events may reach a partition through two topics in any interleaving; the results must not
-    depend on it. So a ``JobFinish`` waits until the task events have reached its time (later task events of
-    the same timestamp still count), every sample carries the event time its job became final, and progress
-    past a boundary is reported only when both streams have passed it.
+    Task and job events reach a partition through two topics in any interleaving, and the results must not
+    depend on it. So events wait in a merge buffer and are applied in a fixed order (time, then JobStart
+    before task events before JobFinish, then each stream's own order) once both streams have passed their
+    time; every sample carries the event time its job became final; and progress past a boundary is reported
+    only when everything before it has been applied.
 
     ``wait_for_job_events`` says whether the job stream exists: a Kafka worker waits for it (a partition
-    whose first job event is still in flight must not report progress); events read in time order from a
-    trace can instead count the job stream from its first event on, which gives the same deltas and also
-    serves traces that have no job events at all.
+    whose first job event is still in flight must not run ahead); events read in time order from a trace can
+    instead count the job stream from its first event on, which gives the same deltas and also serves traces
+    that have no job events at all.
     """
 
     def __init__(self, partition: int, partitions: int, period_us: int, job_idle_timeout_us: int,
@@ -76,49 +87,53 @@ class NormalizeStage:
         self.partitions = partitions
         self.period_us = period_us
         self.job_idle_timeout_us = job_idle_timeout_us
-        self._normalizer = JobNormalizer(job_idle_timeout_us)
-        self._held: list[tuple[int, str]] = []  # JobFinish (ts, job) not yet reached by task events
-        self._task_watermark = -1
         self.wait_for_job_events = wait_for_job_events
+        self._normalizer = JobNormalizer(job_idle_timeout_us)
+        self._pending: list[tuple[int, int, int, Event]] = []  # heap of (ts, kind order, arrival, event)
+        self._arrivals = 0
+        self._task_watermark = -1
         self._job_watermark: int | None = None  # None until a job event is seen
         self._reported = -1  # last boundary reported as progress
 
     @property
     def watermark(self) -> int:
-        """Event time both streams of this partition have reached."""
+        """Every event before this time has been applied (-1: nothing yet)."""
         if self._job_watermark is None:
             return -1 if self.wait_for_job_events else self._task_watermark
         return min(self._task_watermark, self._job_watermark)
 
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
     def process(self, event: Event) -> tuple[list[NormalizedTask], Progress | None]:
         """Take one event; return the samples it completed and a progress mark when a boundary passed."""
-        out: list[NormalizedTask] = []
         if isinstance(event, JobStart | JobFinish):
-            self._job_watermark = max(self._job_watermark or -1, event.ts_us)
+            self._job_watermark = max(self._job_watermark if self._job_watermark is not None else -1, event.ts_us)
         else:
             self._task_watermark = max(self._task_watermark, event.ts_us)
-        if isinstance(event, JobFinish) and event.ts_us > self._task_watermark:
-            bisect.insort(self._held, (event.ts_us, event.job_id))
-        else:
-            out.extend(self._normalizer.update(event, now_us=self.watermark))
-        out.extend(self._release(self._task_watermark))
-        return out, self._progress()
+        self._arrivals += 1
+        heapq.heappush(self._pending, (event.ts_us, _KIND_ORDER[type(event)], self._arrivals, event))
+        watermark = self.watermark
+        out = self._apply_before(watermark)
+        if watermark > 0:
+            out.extend(self._normalizer.expire(watermark - 1))
+        return out, self._progress(watermark)
 
     def flush(self) -> tuple[list[NormalizedTask], Progress | None]:
-        """End of a finite trace: finalise every job, report the last event time as progress."""
-        out = self._release(max([self._task_watermark] + [ts for ts, _ in self._held]))
+        """End of a finite trace: apply everything, finalise every job, report the last event time."""
+        end = max(self._task_watermark, self._job_watermark or -1) + 1
+        out = self._apply_before(end)
         out.extend(self._normalizer.flush())
-        return out, Progress(self.partition, self.partitions, self.watermark)
+        return out, Progress(self.partition, self.partitions, end)
 
-    def _release(self, upto_us: int) -> list[NormalizedTask]:
+    def _apply_before(self, watermark: int) -> list[NormalizedTask]:
         out: list[NormalizedTask] = []
-        while self._held and self._held[0][0] <= upto_us:
-            ts_us, job_id = self._held.pop(0)
-            out.extend(self._normalizer.update(JobFinish(job_id, ts_us), now_us=self.watermark))
+        while self._pending and self._pending[0][0] < watermark:
+            out.extend(self._normalizer.update(heapq.heappop(self._pending)[3]))
         return out
 
-    def _progress(self) -> Progress | None:
-        watermark = self.watermark
+    def _progress(self, watermark: int) -> Progress | None:
         if watermark < 0:
             return None
         boundary = boundary_at_or_before(watermark, self.period_us)
@@ -128,18 +143,43 @@ class NormalizeStage:
         return Progress(self.partition, self.partitions, watermark)
 
     def snapshot(self) -> dict[str, Any]:
-        return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "held": self._held,
-                "task_watermark": self._task_watermark, "job_watermark": self._job_watermark,
-                "reported": self._reported}
+        pending = [[ts, kind, arrival, type(e).__name__, _event_row(e)] for ts, kind, arrival, e in
+                   sorted(self._pending, key=lambda item: item[:3])]
+        return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "pending": pending,
+                "arrivals": self._arrivals, "task_watermark": self._task_watermark,
+                "job_watermark": self._job_watermark, "reported": self._reported}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"unknown NormalizeStage snapshot version {state.get('version')!r}")
         self._normalizer.restore(state["normalizer"])
-        self._held = [(int(ts), str(job)) for ts, job in state["held"]]
+        self._pending = [(int(ts), int(kind), int(arrival), _event_from_row(name, row))
+                         for ts, kind, arrival, name, row in state["pending"]]
+        heapq.heapify(self._pending)
+        self._arrivals = int(state["arrivals"])
         self._task_watermark = int(state["task_watermark"])
         self._job_watermark = None if state["job_watermark"] is None else int(state["job_watermark"])
         self._reported = int(state["reported"])
+
+
+_EVENT_TYPES: dict[str, type] = {t.__name__: t for t in (TaskStart, TaskCheckpoint, TaskFinish, JobStart, JobFinish)}
+
+
+def _event_row(event: Event) -> list[Any]:
+    row = [getattr(event, f.name) for f in dataclasses.fields(event)]
+    if isinstance(event, TaskFinish):
+        row[-1] = event.status.value
+    if isinstance(event, TaskCheckpoint):
+        row[-1] = dict(event.features)
+    return row
+
+
+def _event_from_row(name: str, row: list[Any]) -> Event:
+    event_type = _EVENT_TYPES[name]
+    if event_type is TaskFinish:
+        row = [*row[:-1], Status(row[-1])]
+    event: Event = event_type(*row)
+    return event
 
 
 @dataclass(frozen=True)

@@ -76,19 +76,20 @@ class JobNormalizer:
     def open_jobs(self) -> int:
         return len(self._jobs)
 
-    def update(self, event: Event, now_us: int | None = None) -> list[NormalizedTask]:
+    def update(self, event: Event) -> list[NormalizedTask]:
         """Take one event; return the samples it made available (and those of jobs it made idle).
 
-        Idle jobs are judged against ``now_us`` when given (a caller that merges several streams knows the
-        time all of them have reached), else against the latest event time seen.
+        Jobs whose idle deadline passed before this event's time are finalised first, so an event that
+        comes after its job's deadline is late whether or not ``expire`` was called in between: the result
+        depends on the sequence of events alone, never on when a caller chose to expire.
         """
-        out: list[NormalizedTask] = []
+        out: list[NormalizedTask] = self.expire(event.ts_us - 1)
         self._watermark = max(self._watermark, event.ts_us)
         if event.job_id in self._finished:
             self.late_events += 1
         else:
             out.extend(self._apply(event))
-        out.extend(self.expire(self._watermark if now_us is None else now_us))
+        out.extend(self.expire(self._watermark))
         return out
 
     def expire(self, now_us: int) -> list[NormalizedTask]:
