@@ -28,6 +28,7 @@ from streams.settings import Settings
 # Broker-side timestamps: every record carries the time the broker appended it, whoever produced it.
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 INPUT_TOPICS = (registry.TASK_EVENTS.name, registry.JOB_EVENTS.name)
+LAGGARD = [sys.executable, "-m", "laggard"]  # how workers are started (an experiment may wrap it)
 
 
 @contextlib.contextmanager
@@ -97,7 +98,7 @@ class Workers:
                        LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions))  # fmt: skip
             log = self.workdir / f"{self.app_id}-{index}.log"
             with open(log, "ab") as out:
-                process = subprocess.Popen([sys.executable, "-m", "laggard", "worker", "--web-port", "0"],
+                process = subprocess.Popen([*LAGGARD, "worker", "--web-port", "0"],
                                            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
             (self.workdir / "pids" / f"worker-{process.pid}").write_text(str(process.pid))
             self.processes.append(process)

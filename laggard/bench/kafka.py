@@ -127,7 +127,7 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
     """Follow the workers' progress until they are done, ``window_s`` has passed since their first mark, or
     no mark came for ``idle_s``; the sustained rate is measured between the first and the last mark."""
     progress = ProgressWatch(settings, events, round(settings.ranking_period_s * SECOND_US))
-    idle_s = min(20.0, max(8.0, window_s / 2))
+    idle_s = min(60.0, max(8.0, window_s / 2))  # long enough to sit out a rebalance of two workers
     try:
         while not progress.done:
             workers.check_alive()

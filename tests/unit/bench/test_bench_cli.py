@@ -1,0 +1,91 @@
+"""`laggard bench` end to end at its smallest size: one JSON document with every figure, nothing else on stdout.
+
+Speed is printed by the bench, never asserted here: the test checks that each figure is there and is a
+positive number. The smallest size still starts a Kafka broker of its own (on free loopback ports) and
+`laggard worker` subprocesses, so it takes a minute or two.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+
+FIGURES = [
+    "machine.cpu_count",
+    *(f"floors.{records}.{figure}" for records in ("google_events", "usage_series") for figure in (
+        "orjson_loads_per_s", "orjson_records_per_s", "codec_decode_per_s", "fastavro_raw_per_s",
+        "avro_reference_per_s", "fastavro_vs_avro_reference")),
+    "inprocess.statistics.read_per_s", "inprocess.statistics.pipeline_per_s", "inprocess.statistics.events",
+    "inprocess.nurd.read_per_s", "inprocess.nurd.pipeline_per_s", "inprocess.nurd.checkpoints_per_s",
+    "nurd_cost.nurd_us_per_checkpoint", "nurd_cost.nurd_batch_us_per_checkpoint", "nurd_cost.batch_over_nurd",
+    "kafka.floors.produce_per_s", "kafka.floors.consume_per_s",
+    "kafka.one_worker.sustained_per_s", "kafka.one_worker.processed", "kafka.one_worker.worker_peak_mb.0",
+    "kafka.two_workers.sustained_per_s", "kafka.two_workers.processed", "kafka.two_workers.worker_peak_mb.1",
+    "kafka.latency.period_wall_s", "kafka.latency.events", "kafka.latency.worker_peak_mb",
+    *(f"kafka.latency.ranking.{kind}.{q}" for kind in ("close_to_output", "finish_to_output")
+      for q in ("p50_s", "p99_s")),
+    "floors.peak_mb", "inprocess.peak_mb", "nurd_cost.peak_mb", "kafka.peak_mb", "kafka.broker_peak_mb",
+    "ratios.statistics_to_orjson_floor", "ratios.nurd_path_to_orjson_floor", "ratios.nurd_batch_over_nurd",
+    "ratios.one_worker_to_consume_floor", "ratios.two_workers_to_consume_floor",
+]  # fmt: skip
+
+
+def figure(document: dict[str, Any], path: str) -> Any:
+    value: Any = document
+    for part in path.split("."):
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    return value
+
+
+@pytest.fixture(scope="module")
+def tiny_run(traces_dir: Path) -> Any:
+    return CliRunner().invoke(cli, ["bench", "--size", "tiny", "--json"], env={"LAGGARD_TRACES_DIR": str(traces_dir)})
+
+
+def test_bench_prints_one_document_with_every_figure_positive(tiny_run: Any) -> None:
+    assert tiny_run.exit_code == 0, tiny_run.stderr[-3000:]
+    document = orjson.loads(tiny_run.stdout)  # fails if anything else shares stdout with the document
+    missing = []
+    for path in FIGURES:
+        try:
+            value = figure(document, path)
+        except (KeyError, IndexError, TypeError):
+            missing.append(path)
+            continue
+        assert isinstance(value, int | float) and not isinstance(value, bool), (path, value)
+        assert math.isfinite(value) and value > 0, (path, value)
+    assert not missing, f"figures missing from the document: {missing}"
+    assert len(document["machine"]["load_average_start"]) == 3
+    assert document["kafka"]["latency"]["definition"], "the latency says how it is measured"
+    assert {target["name"] for target in document["ratios"]["targets"]} >= {
+        "statistics + ranking / orjson decode floor", "nurd-batch / nurd cost per checkpoint",
+        "one worker / raw consume"}  # fmt: skip
+
+
+def test_bench_leaves_no_broker_or_worker_running(tiny_run: Any) -> None:
+    assert tiny_run.exit_code == 0
+    running = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    leftovers = [line for line in running.splitlines() if "laggard-bench-" in line]
+    assert not leftovers, leftovers
+
+
+def test_bench_names_a_missing_trace_folder_in_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["bench", "--quick"], env={"LAGGARD_TRACES_DIR": str(tmp_path)})
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0 and "LAGGARD_TRACES_DIR" in result.output, result.output
+
+
+def test_bench_rejects_a_bootstrap_that_is_not_host_port() -> None:
+    result = subprocess.run([sys.executable, "-m", "laggard", "bench", "--bootstrap", "nonsense"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and "HOST:PORT" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
