@@ -8,6 +8,7 @@ from typing import Any
 from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
 from streams.core.stages import NormalizeStage
+from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is held un-acked
@@ -31,6 +32,15 @@ def register(app: Any, wiring: Any) -> Any:
                     log.warning("partition %d: %s; cold start", partition, exc)
             stages[partition] = (stage, checkpointer)
         return stages[partition]
+
+    async def forget_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # A partition that moves to another worker and back must reload its checkpoint, not resume from state
+        # this worker held before the other one advanced it.
+        for tp in revoked:
+            if tp.topic in (TASK_EVENTS.name, JOB_EVENTS.name):
+                stages.pop(tp.partition, None)
+
+    app.on_partitions_revoked.connect(forget_revoked)
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: Any) -> None:

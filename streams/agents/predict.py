@@ -13,6 +13,7 @@ from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
 from streams.core.nurd.fleet import PredictorFleet
 from streams.core.nurd.methods import Options
+from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional
@@ -37,6 +38,15 @@ def register(app: Any, wiring: Any) -> Any:
                     log.warning("predictions of partition %d: %s; cold start", partition, exc)
             fleets[partition] = (fleet, checkpointer)
         return fleets[partition]
+
+    async def forget_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # A partition that moves to another worker and back must reload its checkpoint, not resume from state
+        # this worker held before the other one advanced it.
+        for tp in revoked:
+            if tp.topic in (TASK_EVENTS.name, JOB_EVENTS.name):
+                fleets.pop(tp.partition, None)
+
+    app.on_partitions_revoked.connect(forget_revoked)
 
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -9,6 +10,7 @@ from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
 from streams.core.events import Progress
 from streams.core.stages import RankResult, RankStage
+from streams.serde.topics import RANKING_FEED
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 20000
@@ -18,7 +20,7 @@ def register(app: Any, wiring: Any) -> Any:
     """Define the agent on ``app``; ``wiring`` holds topics, tables, settings and the published version."""
     holder: dict[str, Any] = {}
 
-    def stage() -> tuple[RankStage, Checkpointer]:
+    async def stage() -> tuple[RankStage, Checkpointer]:
         if "stage" not in holder:
             rank_stage = RankStage(wiring.ranking_config, wiring.partitions)
             checkpointer = Checkpointer(wiring.rank_checkpoints, f"rank:{wiring.cluster_id}".encode())
@@ -30,7 +32,8 @@ def register(app: Any, wiring: Any) -> Any:
                     restored = True
                 except ValueError as exc:
                     log.warning("%s; cold start", exc)
-            published = wiring.published_snapshot()
+            # A blocking read of the compacted topic: off the event loop, so heartbeats go on meanwhile.
+            published = await asyncio.get_running_loop().run_in_executor(None, wiring.published_snapshot)
             holder["stage"], holder["checkpointer"] = rank_stage, checkpointer
             holder["published"] = 0 if published is None else published.version
             if published is not None and not restored:
@@ -54,10 +57,18 @@ def register(app: Any, wiring: Any) -> Any:
         log.info("blacklist v%d: +%s -%s", delta.version, [e.node_id for e in delta.added],
                  [e.node_id for e in delta.removed])
 
+    async def forget_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        # The feed may move to another worker and back: drop what this worker held, so the next event reloads
+        # the checkpoint (whoever wrote it) and re-reads what consumers have already seen.
+        if any(tp.topic == RANKING_FEED.name for tp in revoked):
+            holder.clear()
+
+    app.on_partitions_revoked.connect(forget_revoked)
+
     @app.agent(wiring.ranking_feed, name="rank_nodes")
     async def rank_nodes(stream: Any) -> None:
         async for event in stream.noack().events():
-            rank_stage, checkpointer = stage()
+            rank_stage, checkpointer = await stage()
             if checkpointer.covered(event):
                 await stream.ack(event)
                 continue
