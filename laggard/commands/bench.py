@@ -40,6 +40,13 @@ def bench(quick: bool, as_json: bool, bootstrap: str | None, size: str | None) -
     if missing:
         raise UserError(f"trace folder {missing[0]} not found: set LAGGARD_TRACES_DIR to the shared traces")
     sizes = SIZES[size or ("quick" if quick else "full")]
+    if bootstrap:
+        from laggard.bench.kafka import BenchRefused, check_empty
+
+        try:
+            check_empty(settings)  # before minutes of other stages; a broker that does not answer is one line too
+        except BenchRefused as exc:
+            raise UserError(str(exc)) from None
 
     from laggard.bench.output import render
     from laggard.bench.runner import StageFailed, run_bench
