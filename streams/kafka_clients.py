@@ -73,7 +73,11 @@ def admin(settings: Settings, **overrides: Any) -> KafkaAdminClient:
 
 
 def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:
-    """Block until the broker answers a metadata request, or raise BrokerUnavailable."""
+    """Block until the broker answers a metadata request, or raise BrokerUnavailable.
+
+    Nothing listening at all fails at once (``probe``); a broker that accepts connections gets ``timeout_s``.
+    """
+    probe(settings.bootstrap_servers)
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
@@ -84,9 +88,11 @@ def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:
                 return
             finally:
                 client.close()
-        except (BrokerUnavailable, KafkaError, OSError) as exc:
+        except (KafkaError, OSError) as exc:
             last = str(exc)
             time.sleep(0.5)
+        except BrokerUnavailable as exc:
+            raise exc from None
     raise BrokerUnavailable(settings.bootstrap_servers, last)
 
 

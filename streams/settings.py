@@ -10,11 +10,12 @@ passes it (or the pure-core config objects derived from it) down.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -56,8 +57,9 @@ class Settings(BaseSettings):
     significance_floor: float | None = Field(0.25, description="ci_low must exceed it; None disables")
     max_fraction: float = Field(0.1, gt=0, le=1)
     min_dwell_periods: int = Field(1, ge=0)
-    allow_list: list[str] = Field(default_factory=list, description="nodes never blacklisted")
-    deny_list: list[str] = Field(default_factory=list, description="nodes always blacklisted")
+    # NoDecode: operators write LAGGARD_ALLOW_LIST=n1,n2, not JSON; the validator below splits it.
+    allow_list: Annotated[list[str], NoDecode] = Field(default_factory=list, description="nodes never blacklisted")
+    deny_list: Annotated[list[str], NoDecode] = Field(default_factory=list, description="nodes always blacklisted")
     seed: int = 0
 
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
@@ -73,8 +75,10 @@ class Settings(BaseSettings):
     @field_validator("allow_list", "deny_list", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
-        # Operators write LAGGARD_ALLOW_LIST=n1,n2 rather than JSON.
+        # Operators write LAGGARD_ALLOW_LIST=n1,n2; a JSON list is accepted too.
         if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 

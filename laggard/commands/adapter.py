@@ -33,8 +33,9 @@ def adapter() -> None:
     --known-nodes (a count or a file of node names), every node seen in snapshots and deltas, and for k8s
     the nodes the API lists.
 
-    With --once the adapter exits 0 when in sync with the latest version, 3 when a change was refused,
-    failed, or could not be reached (the state stays at the last applied version).
+    With --once the adapter exits 0 when in sync with the latest version, 3 when a change was refused or
+    failed, or a version gap could not be closed (the state stays at the last applied version); 1, with
+    one line, when no broker answers.
     """
 
 

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from rich.console import Console
 
 from streams.settings import Settings
@@ -36,6 +37,8 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
         given["bootstrap_servers"] = bootstrap
     try:
         return Settings(**given)
+    except SettingsError as exc:  # a variable that could not even be parsed
+        raise click.UsageError(f"invalid setting: {exc}") from exc
     except ValidationError as exc:
         problems = "; ".join(
             f"LAGGARD_{'_'.join(str(part) for part in error['loc']).upper()}={error.get('input')!r}: {error['msg']}"

@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import FloorType, stdout_console
+from laggard.commands.options import FloorType, settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.events import Event, Status, TaskFinish
 from streams.core.ranker import NodeRanker
@@ -265,10 +265,7 @@ def _config(policy: str | None, min_tasks: int | None, floor: float | str | None
     given: dict[str, Any] = {
         "policy": policy, "min_tasks": min_tasks, "max_fraction": max_fraction, "seed": seed,
     }
-    try:
-        settings = Settings(**{name: value for name, value in given.items() if value is not None})
-    except ValueError as exc:  # pydantic's ValidationError: a bad LAGGARD_* variable
-        raise UserError(f"invalid setting: {' '.join(str(exc).split())[:300]}") from exc
+    settings = settings_with(None, **given)
     chosen_floor = settings.significance_floor
     if floor is not None:
         chosen_floor = None if floor == "none" else float(floor)
