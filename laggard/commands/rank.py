@@ -26,7 +26,6 @@ from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import POLICIES, RankingConfig
 from streams.core.zscore import JobNormalizer
-from streams.settings import Settings
 
 REQUIRED = ("job_id", "task_id", "node_id", "start_us", "end_us", "status")
 MAX_EXAMPLES = 5
