@@ -6,7 +6,9 @@ otherwise; the XML form is ``<hosts><host><name>NAME</name></host>...</hosts>``,
 host would ask for graceful decommissioning (laggard writes none: the RM's default applies). Source: Hadoop's
 GracefulDecommission guide and ``org.apache.hadoop.util.HostsFileReader.readFileToMapWithFileInputStream``.
 After each change the refresh command runs (default ``yarn rmadmin -refreshNodes``); if it fails the change
-counts as not applied and is tried again.
+counts as not applied and is tried again. laggard owns the exclude file and rewrites it whole: entries an
+operator put there for their own decommissions are replaced (and refreshNodes would recommission those hosts),
+so point the RM at a file only laggard writes, or use the health directory instead.
 
 Excluding a node decommissions it, which drains it. For "stop placing new containers here" without
 decommissioning, use the health directory: one flag file per blacklisted node, whose first line is the

@@ -29,6 +29,7 @@ from streams.serde import topics as registry
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+CHECKPOINT_MAX_BYTES = 32 * 1024 * 1024
 
 
 @dataclass
@@ -96,7 +97,10 @@ def _raw_topic(app: faust.App, topic: registry.Topic, partitions: int, *more: re
 def _raw_table(app: faust.App, name: str, partitions: int) -> Any:
     # bytes as key and value types make Faust use the raw serializer both when writing and when it rebuilds the
     # table from its changelog after a restart (a schema alone covers only the writing side).
-    return app.Table(name, default=None, key_type=bytes, value_type=bytes, partitions=partitions)
+    # A checkpoint is one value holding a stage's whole state (the ranking's grows with the samples in its
+    # window): allow values far above Kafka's 1 MB default on the changelog topic.
+    return app.Table(name, default=None, key_type=bytes, value_type=bytes, partitions=partitions,
+                     extra_topic_configs={"max.message.bytes": str(CHECKPOINT_MAX_BYTES)})
 
 
 def make_app(settings: Settings, partitions: int) -> faust.App:
@@ -115,7 +119,7 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         web_enabled=settings.web_port > 0,
         web_port=settings.web_port or 6066,
         web_bind="127.0.0.1",
-        producer_max_request_size=8 * 1024 * 1024,
+        producer_max_request_size=CHECKPOINT_MAX_BYTES,
         producer_compression_type="gzip",
         stream_wait_empty=False,
         # A worker that died is noticed after this long and its partitions move to the others (Faust's default

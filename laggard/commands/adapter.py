@@ -104,7 +104,8 @@ def file(path: Path, **common: Any) -> None:
     "--exclude-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="The ResourceManager's yarn.resourcemanager.nodes.exclude-path file.",
+    help="The ResourceManager's yarn.resourcemanager.nodes.exclude-path file. laggard owns it and rewrites it "
+    "whole: do not keep operators' own decommissions in it (use --health-dir to leave it alone).",
 )
 @click.option(
     "--exclude-format",

@@ -17,6 +17,7 @@ CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is 
 def register(app: Any, wiring: Any) -> Any:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
     stages: dict[int, tuple[NormalizeStage, Checkpointer]] = {}
+    warned: set[int] = set()
 
     def stage_for(partition: int) -> tuple[NormalizeStage, Checkpointer]:
         if partition not in stages:
@@ -54,6 +55,12 @@ def register(app: Any, wiring: Any) -> Any:
             if record is None:
                 continue
             samples, progress = stage.process(record)
+            if stage.job_stream_lag_us > wiring.job_idle_timeout_us and event.message.partition not in warned:
+                warned.add(event.message.partition)
+                log.warning("partition %d: task events are %.0f s of event time ahead of job-events and wait for "
+                            "them (%d held); if this source publishes no job events, set "
+                            "LAGGARD_WAIT_FOR_JOB_EVENTS=false", event.message.partition,
+                            stage.job_stream_lag_us / 1e6, stage.pending)
             for sample in samples:
                 await send(wiring.node_samples, sample.node_id, sample)
                 await send(wiring.ranking_feed, wiring.cluster_id, sample)

@@ -106,6 +106,11 @@ class NormalizeStage:
     def pending(self) -> int:
         return len(self._pending)
 
+    @property
+    def job_stream_lag_us(self) -> int:
+        """How far the task events have run ahead of what can be applied (the job stream holds them back)."""
+        return max(0, self._task_watermark - self.watermark) if self._task_watermark >= 0 else 0
+
     def process(self, event: Event) -> tuple[list[NormalizedTask], Progress | None]:
         """Take one event; return the samples it completed and a progress mark when a boundary passed."""
         if isinstance(event, JobStart | JobFinish):
