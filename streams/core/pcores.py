@@ -29,39 +29,45 @@ def pcores_levels(intervals: Mapping[str, Interval]) -> dict[str, int]:
     >>> dict(sorted(levels.items()))
     {'fast': 2, 'mid': 1, 'slow': 0, 'wide': 0}
     """
+    entries = []
     for node, (low, high) in intervals.items():
         if not low <= high:
             raise ValueError(f"interval of {node} is not ordered: ({low}, {high})")
-    by_high = sorted(intervals, key=lambda v: (-intervals[v][1], -intervals[v][0], v))
-    by_low = sorted(intervals, key=lambda v: -intervals[v][0])
-    levels: dict[str, int] = {}
+        entries.append((high, low, node))
+    # Parallel lists indexed by position in descending ci_high order: plain list indexing in the
+    # sweep below, no per-node dict look-ups or key functions (this runs every ranking period).
+    entries.sort(reverse=True)
+    highs = [e[0] for e in entries]
+    lows = [e[1] for e in entries]
+    by_low = sorted(range(len(entries)), key=lows.__getitem__, reverse=True)
+    level = [0] * len(entries)
     above = -1  # highest level among nodes whose ci_low is strictly above the current ci_high
     cursor = 0
     i = 0
-    while i < len(by_high):
-        h = intervals[by_high[i]][1]
-        group_end = i
-        while group_end < len(by_high) and intervals[by_high[group_end]][1] == h:
+    count = len(entries)
+    while i < count:
+        h = highs[i]
+        group_end = i + 1
+        while group_end < count and highs[group_end] == h:
             group_end += 1
-        while cursor < len(by_low) and intervals[by_low[cursor]][0] > h:
-            above = max(above, levels[by_low[cursor]])
+        while cursor < count and lows[by_low[cursor]] > h:
+            above = max(above, level[by_low[cursor]])
             cursor += 1
         # Nodes starting exactly at h: wider ones (ci_high > h) already have a level.
         touching = -1
         scan = cursor
-        while scan < len(by_low) and intervals[by_low[scan]][0] == h:
-            if intervals[by_low[scan]][1] > h:
-                touching = max(touching, levels[by_low[scan]])
+        while scan < count and lows[j := by_low[scan]] == h:
+            if highs[j] > h:
+                touching = max(touching, level[j])
             scan += 1
-        points = [v for v in by_high[i:group_end] if intervals[v][0] == h]
-        for v in points:  # a point at h has edges to everything starting at or above h, bar its twins
-            levels[v] = 1 + max(above, touching)
-        twins = max((levels[v] for v in points), default=-1)
-        for v in by_high[i:group_end]:
-            if v not in levels:
-                levels[v] = 1 + max(above, touching, twins)
+        # A point at h has edges to everything starting at or above h, bar its twins; the other
+        # nodes of the group also have edges to those points.
+        base = 1 + max(above, touching)
+        wider = base + 1 if h in lows[i:group_end] else base
+        for j in range(i, group_end):
+            level[j] = base if lows[j] == h else wider
         i = group_end
-    return levels
+    return {e[2]: lv for e, lv in zip(entries, level, strict=True)}
 
 
 def has_edges(levels: Mapping[str, int]) -> bool:
