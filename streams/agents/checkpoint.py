@@ -81,3 +81,51 @@ class Checkpointer:
     @property
     def held(self) -> int:
         return len(self._held)
+
+
+class PartitionStates:
+    """Each source partition's state object with its Checkpointer, for agents keyed by partition.
+
+    A state is made on the partition's first event and restored from the table (a snapshot this build cannot
+    read means a cold start with a warning); it is forgotten when the partition is revoked, so a partition that
+    moves to another worker and back reloads the checkpoint instead of resuming from what this worker held
+    before the other one advanced it.
+    """
+
+    def __init__(self, app: Any, table: Any, name: str, make: Any, topics: tuple[str, ...]) -> None:
+        self.table, self.name, self.make, self.topics = table, name, make, topics
+        self._states: dict[int, tuple[Any, Checkpointer]] = {}
+        app.on_partitions_revoked.connect(self._forget_revoked)
+
+    def get(self, partition: int) -> tuple[Any, Checkpointer]:
+        if partition not in self._states:
+            state = self.make(partition)
+            checkpointer = Checkpointer(self.table, f"{self.name}:{partition}".encode())
+            saved = checkpointer.load()
+            if saved is not None:
+                try:
+                    state.restore(saved)
+                    log.info("%s partition %d resumes from its checkpoint at %s", self.name, partition,
+                             checkpointer.offsets)
+                except ValueError as exc:
+                    log.warning("%s partition %d: %s; cold start", self.name, partition, exc)
+            self._states[partition] = (state, checkpointer)
+        return self._states[partition]
+
+    async def admit(self, stream: Any, event: Any, dead_letters: Any, expected: tuple[type, ...]) -> Any:
+        """(state, checkpointer, record) for a new event; None when the checkpoint covers it (acked here)
+        or it was not a valid record (held, and dead-lettered when ``dead_letters`` is given)."""
+        from streams.agents.common import decode_or_dead_letter
+
+        state, checkpointer = self.get(event.message.partition)
+        if checkpointer.covered(event):
+            await stream.ack(event)
+            return None
+        checkpointer.hold(event)
+        record = await decode_or_dead_letter(event, dead_letters, expected)
+        return None if record is None else (state, checkpointer, record)
+
+    async def _forget_revoked(self, sender: Any, revoked: Any, **kwargs: Any) -> None:
+        for tp in revoked:
+            if tp.topic in self.topics:
+                self._states.pop(tp.partition, None)

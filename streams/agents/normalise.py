@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from streams.agents.checkpoint import Checkpointer
-from streams.agents.common import decode_or_dead_letter, send
+from streams.agents.checkpoint import PartitionStates
+from streams.agents.common import send
 from streams.core.stages import NormalizeStage
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
@@ -16,44 +16,20 @@ CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is 
 
 def register(app: Any, wiring: Any) -> Any:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
-    stages: dict[int, tuple[NormalizeStage, Checkpointer]] = {}
+    states = PartitionStates(
+        app, wiring.normalise_checkpoints, "normalise",
+        lambda p: NormalizeStage(p, wiring.partitions, wiring.period_us, wiring.job_idle_timeout_us,
+                                 wait_for_job_events=wiring.settings.wait_for_job_events),
+        (TASK_EVENTS.name, JOB_EVENTS.name))
     warned: set[int] = set()
-
-    def stage_for(partition: int) -> tuple[NormalizeStage, Checkpointer]:
-        if partition not in stages:
-            stage = NormalizeStage(partition, wiring.partitions, wiring.period_us, wiring.job_idle_timeout_us,
-                                   wait_for_job_events=wiring.settings.wait_for_job_events)
-            checkpointer = Checkpointer(wiring.normalise_checkpoints, f"normalise:{partition}".encode())
-            state = checkpointer.load()
-            if state is not None:
-                try:
-                    stage.restore(state)
-                    log.info("partition %d resumes from its checkpoint at %s", partition, checkpointer.offsets)
-                except ValueError as exc:
-                    log.warning("partition %d: %s; cold start", partition, exc)
-            stages[partition] = (stage, checkpointer)
-        return stages[partition]
-
-    async def forget_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
-        # A partition that moves to another worker and back must reload its checkpoint, not resume from state
-        # this worker held before the other one advanced it.
-        for tp in revoked:
-            if tp.topic in (TASK_EVENTS.name, JOB_EVENTS.name):
-                stages.pop(tp.partition, None)
-
-    app.on_partitions_revoked.connect(forget_revoked)
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: Any) -> None:
         async for event in stream.noack().events():
-            stage, checkpointer = stage_for(event.message.partition)
-            if checkpointer.covered(event):
-                await stream.ack(event)
+            admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
+            if admitted is None:
                 continue
-            checkpointer.hold(event)
-            record = await decode_or_dead_letter(event, wiring.dead_letters, wiring.task_events_types)
-            if record is None:
-                continue
+            stage, checkpointer, record = admitted
             samples, progress = stage.process(record)
             if stage.job_stream_lag_us > wiring.job_idle_timeout_us and event.message.partition not in warned:
                 warned.add(event.message.partition)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from streams.agents.checkpoint import Checkpointer
-from streams.agents.common import decode_or_dead_letter, send
+from streams.agents.checkpoint import PartitionStates
+from streams.agents.common import send
 from streams.core.nurd.fleet import PredictorFleet
 from streams.core.nurd.methods import Options
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
@@ -21,44 +21,22 @@ CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occ
 
 def register(app: Any, wiring: Any) -> Any:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
-    fleets: dict[int, tuple[PredictorFleet, Checkpointer]] = {}
     settings = wiring.settings
     options = Options(alpha=settings.nurd_alpha, epsilon=settings.nurd_epsilon,
                       initial_fraction=settings.nurd_initial_fraction)
-
-    def fleet_for(partition: int) -> tuple[PredictorFleet, Checkpointer]:
-        if partition not in fleets:
-            fleet = PredictorFleet(settings.prediction_method, options, wiring.job_idle_timeout_us)
-            checkpointer = Checkpointer(wiring.predict_checkpoints, f"predict:{partition}".encode())
-            state = checkpointer.load()
-            if state is not None:
-                try:
-                    fleet.restore(state)
-                except ValueError as exc:
-                    log.warning("predictions of partition %d: %s; cold start", partition, exc)
-            fleets[partition] = (fleet, checkpointer)
-        return fleets[partition]
-
-    async def forget_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
-        # A partition that moves to another worker and back must reload its checkpoint, not resume from state
-        # this worker held before the other one advanced it.
-        for tp in revoked:
-            if tp.topic in (TASK_EVENTS.name, JOB_EVENTS.name):
-                fleets.pop(tp.partition, None)
-
-    app.on_partitions_revoked.connect(forget_revoked)
+    states = PartitionStates(
+        app, wiring.predict_checkpoints, "predict",
+        lambda p: PredictorFleet(settings.prediction_method, options, wiring.job_idle_timeout_us),
+        (TASK_EVENTS.name, JOB_EVENTS.name))
 
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: Any) -> None:
         async for event in stream.noack().events():
-            fleet, checkpointer = fleet_for(event.message.partition)
-            if checkpointer.covered(event):
-                await stream.ack(event)
+            # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
+            admitted = await states.admit(stream, event, None, wiring.task_events_types)
+            if admitted is None:
                 continue
-            checkpointer.hold(event)
-            record = await decode_or_dead_letter(event, None, wiring.task_events_types)
-            if record is None:
-                continue
+            fleet, checkpointer, record = admitted
             for prediction in fleet.observe(record):
                 await send(wiring.straggler_predictions, prediction.job_id, prediction)
             if checkpointer.held >= CHECKPOINT_EVERY:
