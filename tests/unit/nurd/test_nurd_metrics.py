@@ -52,3 +52,19 @@ def test_truth_takes_the_first_finishers_as_the_initial_set() -> None:
     assert truth.initial == {"t1", "t3"}  # the two fastest (ceil(0.5 * 4))
     assert truth.tau_s == 4.0
     assert truth.durations_s["t0"] == 3.0
+
+
+def test_a_flag_counts_in_time_only_when_a_relaunch_at_it_would_finish_first() -> None:
+    durations = {"s1": 100.0, "s2": 100.0, "n1": 10.0, "n2": 20.0}
+    flags = {"s1": 30.0, "s2": 80.0, "n1": 5.0}  # relaunch takes 50: s1 would be beaten (80 < 100), s2 not (130)
+    m = score(durations, flags, initial=set(), tau=90.0, relaunch=50.0)
+    assert (m.tp, m.in_time) == (2, 1)
+    assert m.f1 == pytest.approx(2 * 2 / (2 * 2 + 1 + 0))
+    assert m.f1_in_time == pytest.approx(2 * 1 / (2 * 1 + 1 + 1))  # s2 counts as missed, the FP stays
+    assert score(durations, flags, initial=set(), tau=90.0).in_time is None
+
+
+def test_truth_knows_the_median_latency_a_relaunch_is_taken_to_need() -> None:
+    events = [TaskFinish("j", f"t{i}", 0, "n", s * 1_000_000, s * 1_000_000, Status.SUCCEEDED)
+              for i, s in enumerate([1, 2, 3, 10])]  # fmt: skip
+    assert job_truth(events, initial_fraction=0.25).median_s == 2.5
