@@ -1,7 +1,8 @@
 """Reader for the Google 2011 per-task usage series used by Nurd (format ``google2011-usage:DIR``).
 
 ``DIR`` is one job's directory (one headerless 22-column CSV file per task, named by task index) or a
-directory of such job directories. Each row is one usage window of the task (columns in the trace's
+directory of such job directories (or the trace's top folder, which holds one such directory; files
+not named by a task index are not tasks). Each row is one usage window of the task (columns in the trace's
 PROVENANCE.md: ST, ET, JI, TI, MI, 13 usage columns, SP, AT, SCPU, EV, FL).
 
 Placement on the clock (event time, microseconds of the trace):
@@ -145,6 +146,11 @@ class UsageEvents:
         if not self.path.is_dir():
             raise ValueError(f"google2011-usage needs a directory (one job, or one per job), not a file: {self.path}")
         jobs = job_directories(self.path)
+        if not jobs:
+            raise ValueError(
+                f"google2011-usage found no task file (files named by task index: 0, 1, ...) in {self.path} "
+                "or the directories below it"
+            )
         merged = heapq.merge(*(self._job(d, order) for order, d in enumerate(jobs)))
         self._events = (item[-1] for item in merged)
 
@@ -200,15 +206,25 @@ def read_usage(path: str | Path) -> UsageEvents:
 
 
 def job_directories(path: Path) -> list[Path]:
-    """``path`` itself when it holds task files, else its sub-directories (one per job)."""
-    subdirs = sorted(c for c in path.iterdir() if c.is_dir() and not c.name.startswith("."))
-    if subdirs and not _task_files(path):
-        return subdirs
-    return [path]
+    """The job directories under ``path``: itself when it holds task files, else its sub-directories
+    that do, else theirs one level down (the trace's own top folder: PROVENANCE.md beside a folder of
+    jobs). Empty when none holds a task file."""
+    if _task_files(path):
+        return [path]
+    subdirs = _subdirectories(path)
+    jobs = [d for d in subdirs if _task_files(d)]
+    if jobs:
+        return jobs
+    return [job for d in subdirs for job in _subdirectories(d) if _task_files(job)]
+
+
+def _subdirectories(path: Path) -> list[Path]:
+    return sorted(c for c in path.iterdir() if c.is_dir() and not c.name.startswith("."))
 
 
 def _task_files(directory: Path) -> list[Path]:
-    return [f for f in directory.iterdir() if f.is_file() and not f.name.startswith(".")]
+    """Files named by a task index; anything else (README, PROVENANCE.md) is not a task."""
+    return [f for f in directory.iterdir() if f.is_file() and f.name.isdigit()]
 
 
 def _task_rank(name: str) -> int:

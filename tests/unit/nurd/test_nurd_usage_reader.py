@@ -129,3 +129,20 @@ def test_a_file_where_a_directory_is_needed_is_one_clear_error(tmp_path: Path) -
         read_usage(tmp_path / "x")
     with pytest.raises(FileNotFoundError):
         read_usage(tmp_path / "missing")
+
+
+def test_the_traces_top_folder_finds_its_jobs_one_level_down(job_dir: Path, tmp_path: Path) -> None:
+    """The shared trace's layout: PROVENANCE.md beside one folder that holds the job directories."""
+    top = tmp_path / "google2011-nurd-timeseries"
+    (top / "series" / "j1").mkdir(parents=True)
+    (top / "PROVENANCE.md").write_text("# not a task\n")
+    shutil.copy(job_dir / "0", top / "series" / "j1" / "0")
+    events = list(read_usage(top))
+    assert {e.job_id for e in events} == {"j1"}
+    assert sum(isinstance(e, TaskStart) for e in events) == 1
+
+
+def test_a_directory_without_task_files_says_what_it_looked_for(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("hello\n")
+    with pytest.raises(ValueError, match="no task file"):
+        read_usage(tmp_path)
