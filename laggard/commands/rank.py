@@ -6,10 +6,9 @@ node's statistics and interval, its P-Cores level, and the blacklist the policy 
 
 from __future__ import annotations
 
-import csv
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,12 @@ from rich.table import Table
 
 from laggard.commands.options import FloorType, settings_with, stdout_console
 from laggard.errors import UserError
-from streams.core.events import Event, Status, TaskFinish
+from streams.core.events import Event
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import POLICIES, RankingConfig
 from streams.core.zscore import JobNormalizer
 
-REQUIRED = ("job_id", "task_id", "node_id", "start_us", "end_us", "status")
 MAX_EXAMPLES = 5
 MAX_TABLE_ROWS = 60
 _NEVER_US = 2**62  # the whole input is one window: no job goes idle, no sample expires
@@ -42,74 +40,8 @@ class ReadReport:
     bad: int = 0
     examples: list[str] = field(default_factory=list)
 
-    def reject(self, line: int, reason: str) -> None:
-        self.bad += 1
-        if len(self.examples) < MAX_EXAMPLES:
-            self.examples.append(f"line {line}: {reason}")
-
 
 # --- reading ------------------------------------------------------------------------------------
-
-
-def read_task_csv(path: Path, report: ReadReport) -> list[TaskFinish]:
-    """The finished attempts of a CSV task table; bad rows are counted in ``report`` and skipped."""
-    if not path.is_file():
-        raise UserError(f"no such file: {path}" if not path.exists() else f"not a file: {path}")
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        header = [name.strip() for name in next(reader, [])]
-        if not header:
-            raise UserError(f"{path} is empty: it needs a header {','.join(REQUIRED)}")
-        missing = [name for name in REQUIRED if name not in header]
-        if missing:
-            raise UserError(f"{path}: missing column(s) {', '.join(missing)}; the header needs "
-                            f"{','.join(REQUIRED)}")
-        columns = {name: header.index(name) for name in (*REQUIRED, "attempt") if name in header}
-        return list(_finishes(reader, columns, len(header), report))
-
-
-def _finishes(rows: Iterable[list[str]], columns: dict[str, int], width: int,
-              report: ReadReport) -> Iterator[TaskFinish]:
-    for line, fields in enumerate(rows, start=2):
-        if not fields:
-            continue
-        if len(fields) != width:
-            report.reject(line, f"expected {width} fields, got {len(fields)}")
-            continue
-        try:
-            finish = _finish(fields, columns)
-        except ValueError as exc:
-            report.reject(line, str(exc))
-            continue
-        if finish is None:
-            report.running += 1
-        else:
-            report.rows += 1
-            yield finish
-
-
-def _finish(fields: list[str], columns: dict[str, int]) -> TaskFinish | None:
-    value = {name: fields[index].strip() for name, index in columns.items()}
-    status, end = value["status"].upper(), value["end_us"]
-    if status in ("", "RUNNING") and end == "":
-        return None  # still running: no duration yet
-    if status not in Status.__members__:
-        raise ValueError(f"unknown status {value['status']!r}")
-    if not value["job_id"] or not value["task_id"] or not value["node_id"]:
-        raise ValueError("empty job_id, task_id or node_id")
-    start, end_us = _integer(value["start_us"], "start_us"), _integer(end, "end_us")
-    attempt = _integer(value.get("attempt") or "0", "attempt")
-    if end_us < start:
-        raise ValueError(f"end_us {end_us} before start_us {start}")
-    return TaskFinish(value["job_id"], value["task_id"], attempt, value["node_id"], end_us, end_us - start,
-                      Status[status])
-
-
-def _integer(text: str, name: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name} is not an integer: {text!r}") from None
 
 
 def read_trace(spec: str) -> Any:
@@ -128,7 +60,8 @@ def read_trace(spec: str) -> Any:
 
 def trace_report(trace: Any) -> ReadReport:
     """The reading counters of an iterated ``Trace`` in this command's terms."""
-    report = ReadReport(rows=sum(trace.finished.values()), bad=trace.bad_rows)
+    finished = sum(trace.finished.values())
+    report = ReadReport(rows=finished, running=max(0, trace.tasks - finished), bad=trace.bad_rows)
     report.examples = [f"{bad['file']} line {bad['line']}: {bad['reason']}" for bad in trace.bad_examples]
     report.examples = report.examples[:MAX_EXAMPLES]
     return report
@@ -212,7 +145,8 @@ def _report_reading(report: ReadReport, source: str, samples: int, err: Console)
 
 @click.command("rank")
 @click.option("--tasks", "tasks", type=click.Path(path_type=Path), metavar="FILE.csv",
-              help="task table with a header: job_id,task_id,node_id,start_us,end_us,status")
+              help="task table with a header: job_id,task_id,node_id,start_us,end_us,status "
+                   "(the replayers' csv: format; may be .gz)")
 @click.option("--trace", "trace", metavar="FORMAT:PATH",
               help="rank straight from a trace in any format the replayers read")
 @click.option("--policy", type=click.Choice(POLICIES), default=None,
@@ -238,13 +172,11 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
     config = _config(policy, min_tasks, significance_floor, max_fraction, seed)
     err = Console(stderr=True, soft_wrap=True)  # log lines stay whole for grep
     started = time.perf_counter()
-    report = ReadReport()
-    if tasks is not None:
-        ranking, samples = rank_events(sorted(read_task_csv(tasks, report), key=_event_order), config)
-    else:
-        source = read_trace(str(trace))
-        ranking, samples = rank_events(source, config)  # a Trace streams its events in event-time order
-        report = trace_report(source)
+    # --tasks is the csv: format of the replayers (one reader for both); a Trace streams its events in
+    # event-time order.
+    source = read_trace(f"csv:{tasks}" if tasks is not None else str(trace))
+    ranking, samples = rank_events(source, config)
+    report = trace_report(source)
     _report_reading(report, str(tasks or trace), samples, err)
     err.print(f"ranked {len(ranking.ranked)} nodes, blacklisted {len(ranking.blacklist)} "
               f"in {time.perf_counter() - started:.2f} s")
@@ -253,10 +185,6 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
         sys.stdout.flush()
     else:
         print_ranking(ranking, stdout_console())
-
-
-def _event_order(event: Event) -> tuple[int, str, str]:
-    return event.ts_us, event.job_id, getattr(event, "task_id", "")
 
 
 def _config(policy: str | None, min_tasks: int | None, floor: float | str | None,

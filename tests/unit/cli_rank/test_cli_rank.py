@@ -128,14 +128,14 @@ def test_bad_rows_are_counted_and_shown_with_line_numbers_and_valid_rows_kept(tm
     assert result.exit_code == 0
     assert f"{good} finished attempts" in result.stderr and "4 bad rows" in result.stderr
     assert f"line {good + 2}: start_us is not an integer: 'notanumber'" in result.stderr
-    assert "end_us 3 before start_us 9" in result.stderr and "unknown status 'DONE'" in result.stderr
+    assert "end_us 3 < start_us 9" in result.stderr and "unknown status 'DONE'" in result.stderr
     assert orjson.loads(result.stdout)["blacklist"] == list(SLOW)
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--tasks", "/nonexistent/tasks.csv"], "no such file: /nonexistent/tasks.csv"),
+        (["--tasks", "/nonexistent/tasks.csv"], "No such file or directory: /nonexistent/tasks.csv"),
         ([], "give exactly one of --tasks FILE.csv or --trace FORMAT:PATH"),
         (["--significance-floor", "high"], "'high' is neither a number nor 'none'"),
         (["--max-fraction", "1.5"], "--max-fraction"),
@@ -155,7 +155,7 @@ def test_a_missing_column_is_named(tmp_path) -> None:
     path.write_text("job_id,task_id,node_id,start_us,status\nj,a,n1,0,SUCCEEDED\n")
     result = run("--tasks", str(path))
     assert result.exit_code == 1
-    assert "missing column(s) end_us" in result.output
+    assert "lacks column(s) end_us" in result.output
 
 
 def test_help_names_every_option() -> None:
