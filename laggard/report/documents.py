@@ -90,4 +90,5 @@ def run_document(outcome: RunOutcome) -> dict[str, Any]:
         document["ground_truth"] = outcome.trace.ground_truth
     if outcome.detection is not None:
         document["detection"] = detection_dict(outcome.detection)
+    document["forward_lift"] = dataclasses.asdict(outcome.lift.result())
     return document

@@ -16,6 +16,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from streams.core.detection_metrics import DetectionScore
 from streams.core.events import BlacklistDelta
+from streams.core.lift import ForwardLift
 from streams.local import LocalPipeline
 
 US_PER_S = 1_000_000
@@ -25,13 +26,15 @@ LOG_EVERY_S = 30.0  # when stderr is not a terminal (a log file), a plain status
 
 @dataclass
 class RunOutcome:
-    """A finished run: the trace (with its reading counters), the pipeline, every delta, wall seconds."""
+    """A finished run: the trace (with its reading counters), the pipeline, every delta, wall seconds, the
+    forward lift of the blacklist and, when the trace knows its slow nodes, the detection score."""
 
     trace: Any
     pipeline: LocalPipeline
     deltas: list[BlacklistDelta] = field(default_factory=list)
     seconds: float = 0.0
     detection: DetectionScore | None = None
+    lift: ForwardLift = field(default_factory=ForwardLift)
 
 
 def trace_time(ts_us: int) -> str:
@@ -71,6 +74,7 @@ def run_with_progress(
     def take(deltas: list[BlacklistDelta]) -> None:
         for delta in deltas:
             outcome.deltas.append(delta)
+            outcome.lift.observe_delta(delta)
             if outcome.detection is not None:
                 outcome.detection.update(delta)
             if on_delta is not None:
@@ -89,7 +93,9 @@ def run_with_progress(
                 logged[0] = now
                 console.print(f"{label}: {status}")
 
+        lift = outcome.lift
         for count, event in enumerate(trace, start=1):
+            lift.observe(event)
             deltas = pipeline.feed(event)
             if deltas:
                 take(deltas)

@@ -10,6 +10,7 @@ from rich.table import Table
 from laggard.report.progress import trace_time
 from streams.core.detection_metrics import DetectionScore
 from streams.core.events import BlacklistDelta
+from streams.core.lift import LiftResult
 
 
 def interval(low: float | None, high: float | None) -> str:
@@ -70,3 +71,17 @@ def print_detection(score: DetectionScore, console: Console) -> None:
     console.print(table)
     wrong = ", ".join(score.false_positives) or "none"
     console.print(f"precision {fraction(score.precision)}, recall {fraction(score.recall)}; false positives: {wrong}")
+
+
+def print_lift(result: LiftResult, console: Console) -> None:
+    """Did the tasks that landed on blacklisted nodes straggle more than the cluster's? (SPEC 7)"""
+    if result.lift is None or result.cluster_rate is None or result.landed_rate is None:
+        console.print("Forward lift: no task started on a node while it was blacklisted (nothing to measure).")
+        return
+    console.print(
+        f"Forward lift [bold]{result.lift:.2f}[/] (95 % {result.lift_low:.2f}-{result.lift_high:.2f}): "
+        f"{result.landed:,} tasks started on {result.nodes} blacklisted node(s) while listed, "
+        f"{fraction(result.landed_rate)} of them stragglers (>= their job's p90) against "
+        f"{fraction(result.cluster_rate)} of the {result.tasks:,} tasks started cluster-wide since the first "
+        f"delta ({fraction(result.other_rate)} on the other nodes)."
+    )

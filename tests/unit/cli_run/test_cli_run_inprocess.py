@@ -79,6 +79,16 @@ def test_a_healthy_cluster_gets_no_blacklist_unless_the_floor_is_disabled():
     assert bare["blacklist"], "plain DSB level 0 lists healthy nodes by chance"
     ever = sorted({entry["node_id"] for delta in bare["deltas"] for entry in delta["added"]})
     assert bare["detection"]["false_positives"] == ever and bare["detection"]["precision"] == 0.0
+    # ... and the forward lift says that blacklist predicts nothing: its 95 % interval holds 1
+    lift = bare["forward_lift"]
+    assert lift["landed"] > 100 and lift["lift_low"] < 1.0 < lift["lift_high"]
+
+
+def test_tasks_landing_on_the_blacklisted_slow_nodes_straggle_several_times_more(document):
+    lift = document["forward_lift"]
+    assert lift["nodes"] == len(document["ground_truth"]["slow_nodes"])
+    assert lift["lift_low"] > 3.0, lift  # 1.8x slower nodes: ~47 % stragglers against ~11 % cluster-wide
+    assert lift["other_rate"] < lift["cluster_rate"] < lift["landed_rate"]
 
 
 def write_csv(path: Path, slow: tuple[str, ...], jobs: int = 150, seed: int = 3) -> Path:
