@@ -184,14 +184,16 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str) -> No
     jobs = list(dict.fromkeys(r["job_id"] for r in rows))
     methods = [m for m in methods if any(r["method"] == m for r in rows)]
     width = 0.8 / max(1, len(methods))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(jobs)), 4.0))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(jobs)), 4.8))
     for i, name in enumerate(methods):
         f1 = {r["job_id"]: r["f1"] for r in rows if r["method"] == name}
         ax.bar([j + i * width for j in range(len(jobs))], [f1.get(job, 0.0) for job in jobs], width, label=name)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(jobs))], jobs)
     ax.set_ylabel("F1 (oracle p90 threshold)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize="small", ncols=2)
+    # below the axes: inside, it hid the bars of the first job
+    ax.legend(fontsize="small", ncols=min(5, len(methods)), loc="upper center", bbox_to_anchor=(0.5, -0.1),
+              frameon=False)
     fig.tight_layout()
     try:
         fig.savefig(path, format="png")
