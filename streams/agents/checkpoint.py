@@ -112,6 +112,10 @@ class PartitionStates:
             self._states[partition] = (state, checkpointer)
         return self._states[partition]
 
+    def items(self) -> list[tuple[int, Any, Checkpointer]]:
+        """(partition, state, checkpointer) of every partition this worker holds now."""
+        return [(partition, state, checkpointer) for partition, (state, checkpointer) in self._states.items()]
+
     async def admit(self, stream: Any, event: Any, dead_letters: Any, expected: tuple[type, ...]) -> Any:
         """(state, checkpointer, record) for a new event; None when the checkpoint covers it (acked here)
         or it was not a valid record (held, and dead-lettered when ``dead_letters`` is given)."""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
+from faust.exceptions import NotReady
+
 from streams.agents.checkpoint import PartitionStates
 from streams.agents.common import send
+from streams.agents.idleness import IdleClock
 from streams.core.stages import NormalizeStage
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
@@ -22,27 +26,68 @@ def register(app: Any, wiring: Any) -> Any:
                                  wait_for_job_events=wiring.settings.wait_for_job_events),
         (TASK_EVENTS.name, JOB_EVENTS.name))
     warned: set[int] = set()
+    idle = IdleClock(wiring.settings.idle_stream_timeout_s)
+    lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
+
+    async def forget_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        idle.clear()  # a partition that comes back starts its wait anew
+
+    app.on_partitions_revoked.connect(forget_revoked)
+
+    async def emit(samples: list[Any], progress: Any) -> None:
+        for sample in samples:
+            await send(wiring.node_samples, sample.node_id, sample)
+            await send(wiring.ranking_feed, wiring.cluster_id, sample)
+        if progress is not None:
+            await send(wiring.ranking_feed, wiring.cluster_id, progress)
+
+    def release_if_idle(partition: int, stage: NormalizeStage) -> tuple[list[Any], Any]:
+        if not idle.overdue(partition, stage.holds_progress):
+            return [], None
+        log.warning("partition %d: no job event let task events pass a ranking boundary for %.0f s; they no "
+                    "longer wait for job-events until the next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)",
+                    partition, idle.after_s)
+        return stage.mark_job_stream_idle()
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: Any) -> None:
         async for event in stream.noack().events():
-            admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
-            if admitted is None:
-                continue
-            stage, checkpointer, record = admitted
-            samples, progress = stage.process(record)
-            if stage.job_stream_lag_us > wiring.job_idle_timeout_us and event.message.partition not in warned:
-                warned.add(event.message.partition)
-                log.warning("partition %d: task events are %.0f s of event time ahead of job-events and wait for "
-                            "them (%d held); if this source publishes no job events, set "
-                            "LAGGARD_WAIT_FOR_JOB_EVENTS=false", event.message.partition,
-                            stage.job_stream_lag_us / 1e6, stage.pending)
-            for sample in samples:
-                await send(wiring.node_samples, sample.node_id, sample)
-                await send(wiring.ranking_feed, wiring.cluster_id, sample)
-            if progress is not None:
-                await send(wiring.ranking_feed, wiring.cluster_id, progress)
-            if progress is not None or checkpointer.held >= CHECKPOINT_EVERY:
-                await checkpointer.save(stream, stage.snapshot())
+            async with lock:
+                await handle(stream, event)
+
+    async def handle(stream: Any, event: Any) -> None:
+        admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
+        if admitted is None:
+            return
+        stage, checkpointer, record = admitted
+        samples, progress = stage.process(record)
+        partition = event.message.partition
+        more, later = release_if_idle(partition, stage)
+        samples, progress = samples + more, later or progress
+        if stage.job_stream_lag_us > wiring.job_idle_timeout_us and partition not in warned:
+            warned.add(partition)
+            log.warning("partition %d: task events are %.0f s of event time ahead of job-events and wait for "
+                        "them (%d held); if this source publishes no job events, set "
+                        "LAGGARD_WAIT_FOR_JOB_EVENTS=false", partition, stage.job_stream_lag_us / 1e6, stage.pending)
+        await emit(samples, progress)
+        if progress is not None or checkpointer.held >= CHECKPOINT_EVERY:
+            await checkpointer.save(stream, stage.snapshot())
+
+    if idle.after_s > 0:
+
+        @app.timer(interval=max(0.5, idle.after_s / 4))
+        async def release_idle_job_streams() -> None:
+            # When the task events stop too (a replay that ended), no event would ever re-check idleness.
+            # Faust lets only stream iteration write tables, so the next event checkpoints this; a crash before
+            # it replays from the last checkpoint and sends the same samples again (the ranking keys samples
+            # by job and task: a repeat replaces, never adds).
+            if lock.locked() or app.should_stop:
+                return  # the agent is at work and checks itself, or the worker is stopping
+            async with lock:
+                try:
+                    for partition, stage, _ in states.items():
+                        await emit(*release_if_idle(partition, stage))
+                except NotReady:  # the producer stopped under us: shutdown; the checkpoint predates this
+                    log.info("releasing idle job streams deferred: the worker is stopping")
 
     return normalise_tasks

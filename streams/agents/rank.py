@@ -6,8 +6,11 @@ import asyncio
 import logging
 from typing import Any
 
+from faust.exceptions import NotReady
+
 from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
+from streams.agents.idleness import IdleClock
 from streams.core.events import Progress
 from streams.core.stages import RankResult, RankStage
 from streams.serde.topics import RANKING_FEED
@@ -19,6 +22,7 @@ CHECKPOINT_EVERY = 20000
 def register(app: Any, wiring: Any) -> Any:
     """Define the agent on ``app``; ``wiring`` holds topics, tables, settings and the published version."""
     holder: dict[str, Any] = {}
+    idle = IdleClock(wiring.settings.idle_stream_timeout_s)
 
     async def stage() -> tuple[RankStage, Checkpointer]:
         if "stage" not in holder:
@@ -62,28 +66,73 @@ def register(app: Any, wiring: Any) -> Any:
         # the checkpoint (whoever wrote it) and re-reads what consumers have already seen.
         if any(tp.topic == RANKING_FEED.name for tp in revoked):
             holder.clear()
+            idle.clear()
 
     app.on_partitions_revoked.connect(forget_revoked)
+
+    lock = asyncio.Lock()  # one writer of the ranking at a time: the agent or the idleness timer
+
+    def declare_idle(rank_stage: RankStage) -> list[RankResult]:
+        behind = set(rank_stage.holding_back())
+        results: list[RankResult] = []
+        for partition in range(wiring.partitions):
+            if idle.overdue(partition, partition in behind):
+                log.warning("normalising partition %d has not passed the latest ranking boundary for %.0f s; "
+                            "ranking without it until it reports (LAGGARD_IDLE_STREAM_TIMEOUT_S)",
+                            partition, idle.after_s)
+                results += rank_stage.mark_idle(partition)
+        return results
+
+    async def publish_all(rank_stage: RankStage, results: list[RankResult]) -> None:
+        for result in results:
+            await publish(result)
+        late = rank_stage.ranker.late_samples
+        if results and not holder.get("warned_late") and late >= 100 and late >= 0.1 * rank_stage.samples_seen:
+            holder["warned_late"] = True
+            log.warning("%d of %d z-values reached the ranking after their task had left the window and were "
+                        "never ranked: jobs with no JobFinish are final only after LAGGARD_JOB_IDLE_TIMEOUT_S; "
+                        "keep it well below LAGGARD_WINDOW_SIZE_S", late, rank_stage.samples_seen)
 
     @app.agent(wiring.ranking_feed, name="rank_nodes")
     async def rank_nodes(stream: Any) -> None:
         async for event in stream.noack().events():
-            rank_stage, checkpointer = await stage()
-            if checkpointer.covered(event):
-                await stream.ack(event)
-                continue
-            checkpointer.hold(event)
-            record = await decode_or_dead_letter(event, wiring.dead_letters, wiring.ranking_feed_types)
-            if record is None:
-                continue
-            results: list[RankResult] = []
-            if isinstance(record, Progress):
-                results = rank_stage.progress(record)
-            else:
-                rank_stage.add(record)
-            for result in results:
-                await publish(result)
-            if results or checkpointer.held >= CHECKPOINT_EVERY:
-                await checkpointer.save(stream, rank_stage.snapshot())
+            async with lock:
+                await handle(stream, event)
+
+    async def handle(stream: Any, event: Any) -> None:
+        rank_stage, checkpointer = await stage()
+        if checkpointer.covered(event):
+            await stream.ack(event)
+            return
+        checkpointer.hold(event)
+        record = await decode_or_dead_letter(event, wiring.dead_letters, wiring.ranking_feed_types)
+        if record is None:
+            return
+        results: list[RankResult] = []
+        if isinstance(record, Progress):
+            results = rank_stage.progress(record)
+        else:
+            rank_stage.add(record)
+        results += declare_idle(rank_stage)
+        await publish_all(rank_stage, results)
+        if results or checkpointer.held >= CHECKPOINT_EVERY:
+            await checkpointer.save(stream, rank_stage.snapshot())
+
+    if idle.after_s > 0:
+
+        @app.timer(interval=max(0.5, idle.after_s / 4))
+        async def rank_without_idle_partitions() -> None:
+            # When every record has been read, no record would ever re-check idleness. Faust lets only stream
+            # iteration write tables, so the next record checkpoints this; a crash before it replays the feed
+            # from the last checkpoint, and the versions already published are not published again.
+            if lock.locked() or app.should_stop:
+                return  # the agent is at work and checks itself, or the worker is stopping
+            async with lock:
+                rank_stage = holder.get("stage")  # None before the first record and after a revocation
+                if rank_stage is not None:
+                    try:
+                        await publish_all(rank_stage, declare_idle(rank_stage))
+                    except NotReady:  # the producer stopped under us: shutdown, the next start re-ranks
+                        log.info("ranking without idle partitions deferred: the worker is stopping")
 
     return rank_nodes

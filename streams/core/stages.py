@@ -9,6 +9,14 @@ has reported progress past ``B``, and it applies exactly the samples emitted bef
 its emission time). How the partitions interleave on the way to the ranking, or how fast a replay runs,
 changes nothing: the same trace gives the same deltas in Kafka and in-process.
 
+Waiting for every stream has one cost: a silent stream (a partition's job events when jobs rarely start or
+end, a partition that no job hashes to) would hold the ranking back forever. So a shell may declare a
+stream idle (``NormalizeStage.mark_job_stream_idle``, ``RankStage.mark_idle``), as Flink's source idleness
+does, after a wall-clock time with nothing from it while the others advanced. An idle stream stops holding
+the watermark back until its next record; records that then arrive behind the watermark still count (a
+late event is applied at once, a late sample at the next boundary), and only then can the results depend on
+arrival order. The core never decides idleness itself: it has no clock.
+
 >>> from streams.core.events import JobFinish, JobStart, Status, TaskFinish, TaskStart
 >>> normalize = NormalizeStage(partition=0, partitions=1, period_us=10, job_idle_timeout_us=100)
 >>> rank = RankStage(RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None,
@@ -93,14 +101,33 @@ class NormalizeStage:
         self._arrivals = 0
         self._task_watermark = -1
         self._job_watermark: int | None = None  # None until a job event is seen
+        self._job_idle = False  # the job stream was declared idle and has sent nothing since
+        self._applied = -1  # the highest watermark used so far: it never goes back
         self._reported = -1  # last boundary reported as progress
 
     @property
     def watermark(self) -> int:
         """Every event before this time has been applied (-1: nothing yet)."""
-        if self._job_watermark is None:
-            return -1 if self.wait_for_job_events else self._task_watermark
-        return min(self._task_watermark, self._job_watermark)
+        if self._job_idle:
+            current = self._task_watermark
+        elif self._job_watermark is None:
+            current = -1 if self.wait_for_job_events else self._task_watermark
+        else:
+            current = min(self._task_watermark, self._job_watermark)
+        return max(current, self._applied)
+
+    @property
+    def task_watermark(self) -> int:
+        """The latest task event time seen (-1: none yet)."""
+        return self._task_watermark
+
+    @property
+    def holds_progress(self) -> bool:
+        """Whether the task events have passed a ranking boundary that waits for the job stream."""
+        if self._job_idle or self._task_watermark < 0:
+            return False
+        return boundary_at_or_before(self._task_watermark, self.period_us) > max(
+            self._reported, boundary_at_or_before(self.watermark, self.period_us))
 
     @property
     def pending(self) -> int:
@@ -115,11 +142,24 @@ class NormalizeStage:
         """Take one event; return the samples it completed and a progress mark when a boundary passed."""
         if isinstance(event, JobStart | JobFinish):
             self._job_watermark = max(self._job_watermark if self._job_watermark is not None else -1, event.ts_us)
+            self._job_idle = False
         else:
             self._task_watermark = max(self._task_watermark, event.ts_us)
         self._arrivals += 1
         heapq.heappush(self._pending, (event.ts_us, _KIND_ORDER[type(event)], self._arrivals, event))
-        watermark = self.watermark
+        return self._advance()
+
+    @property
+    def job_stream_idle(self) -> bool:
+        return self._job_idle
+
+    def mark_job_stream_idle(self) -> tuple[list[NormalizedTask], Progress | None]:
+        """The job stream is silent (the shell's judgement): stop waiting for it until its next event."""
+        self._job_idle = True
+        return self._advance()
+
+    def _advance(self) -> tuple[list[NormalizedTask], Progress | None]:
+        watermark = self._applied = self.watermark
         out = self._apply_before(watermark)
         if watermark > 0:
             out.extend(self._normalizer.expire(watermark - 1))
@@ -152,7 +192,7 @@ class NormalizeStage:
                    sorted(self._pending, key=lambda item: item[:3])]
         return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "pending": pending,
                 "arrivals": self._arrivals, "task_watermark": self._task_watermark,
-                "job_watermark": self._job_watermark, "reported": self._reported}
+                "job_watermark": self._job_watermark, "reported": self._reported, "applied": self._applied}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("version") != SNAPSHOT_VERSION:
@@ -165,6 +205,8 @@ class NormalizeStage:
         self._task_watermark = int(state["task_watermark"])
         self._job_watermark = None if state["job_watermark"] is None else int(state["job_watermark"])
         self._reported = int(state["reported"])
+        self._applied = int(state.get("applied", -1))  # absent before idleness existed
+        self._job_idle = False  # idleness is a wall-clock judgement: a restarted shell makes it again
 
 
 _EVENT_TYPES: dict[str, type] = {t.__name__: t for t in (TaskStart, TaskCheckpoint, TaskFinish, JobStart, JobFinish)}
@@ -207,6 +249,7 @@ class RankStage:
         self._pending: list[tuple[int, int, NormalizedTask]] = []  # (emitted_us, arrival, sample)
         self._arrivals = 0
         self._watermarks: dict[int, int] = {}
+        self._idle: set[int] = set()
         self._next_boundary: int | None = None
 
     def add(self, sample: NormalizedTask) -> None:
@@ -220,9 +263,38 @@ class RankStage:
         if mark.partitions != self.partitions:
             raise ValueError(f"progress from {mark.partitions} partitions, the ranking expects {self.partitions}")
         self._watermarks[mark.partition] = max(self._watermarks.get(mark.partition, -1), mark.ts_us)
-        if len(self._watermarks) < self.partitions:
+        self._idle.discard(mark.partition)
+        return self._rank_ready()
+
+    @property
+    def samples_seen(self) -> int:
+        return self._arrivals
+
+    @property
+    def idle(self) -> frozenset[int]:
+        return frozenset(self._idle)
+
+    def holding_back(self) -> list[int]:
+        """The active partitions that have not passed the latest boundary another partition has passed."""
+        if not self._watermarks:
             return []
-        return self._rank_until(min(self._watermarks.values()))
+        period = self.config.period_us
+        leader = boundary_at_or_before(max(self._watermarks.values()), period)
+        return [p for p in range(self.partitions) if p not in self._idle
+                and boundary_at_or_before(self._watermarks.get(p, -1), period) < leader]
+
+    def mark_idle(self, partition: int) -> list[RankResult]:
+        """Partition ``partition`` is silent (the shell's judgement): rank without it until it reports again."""
+        if not 0 <= partition < self.partitions:
+            raise ValueError(f"partition {partition} of {self.partitions}")
+        self._idle.add(partition)
+        return self._rank_ready()
+
+    def _rank_ready(self) -> list[RankResult]:
+        active = [p for p in range(self.partitions) if p not in self._idle]
+        if not active or any(p not in self._watermarks for p in active):
+            return []
+        return self._rank_until(min(self._watermarks[p] for p in active))
 
     def finish(self, ts_us: int) -> list[RankResult]:
         """End of a finite trace: rank every boundary up to ``ts_us`` whatever the partitions reported."""

@@ -1,0 +1,49 @@
+"""When a silent stream stops holding the ranking back: the wall-clock half of source idleness.
+
+The stages (streams.core.stages) wait for every stream, so their results do not depend on arrival order,
+and accept a shell's word that a stream is idle. This is that word. A stream *blocks* while the others have
+passed a ranking boundary it has not (a partition's job events behind its task events; a normalising
+partition behind the most advanced one); once it has blocked for ``after_s`` seconds of wall-clock time
+without catching up, it is declared idle. Measured from the moment it started blocking, not from its last
+record: in live operation progress marks come once per ranking period, and a partition a few seconds behind
+the leader at each boundary is not idle. ``after_s = 0`` never declares anything idle (strict order).
+
+>>> clock = iter([0.0, 10.0, 70.0, 71.0]).__next__
+>>> idle = IdleClock(60.0, clock=clock)
+>>> idle.overdue("p1", blocking=True), idle.overdue("p1", blocking=True), idle.overdue("p1", blocking=True)
+(False, False, True)
+>>> idle.overdue("p1", blocking=False), idle.blocking_since("p1")
+(False, None)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+
+
+class IdleClock:
+    """Per stream: since when it blocks, and whether that has lasted ``after_s`` seconds."""
+
+    def __init__(self, after_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.after_s = after_s
+        self._clock = clock
+        self._since: dict[Hashable, float] = {}
+
+    def overdue(self, stream: Hashable, blocking: bool) -> bool:
+        """Record whether ``stream`` blocks now; True once it has blocked for ``after_s`` (then it starts over)."""
+        if not blocking or self.after_s <= 0:
+            self._since.pop(stream, None)
+            return False
+        now = self._clock()
+        since = self._since.setdefault(stream, now)
+        if now - since < self.after_s:
+            return False
+        del self._since[stream]
+        return True
+
+    def blocking_since(self, stream: Hashable) -> float | None:
+        return self._since.get(stream)
+
+    def clear(self) -> None:
+        self._since.clear()
