@@ -59,6 +59,7 @@ def counts_dict(outcome: RunOutcome) -> dict[str, Any]:
         "bad_examples": trace.bad_examples,
         "invalid": dict(sorted(counts.invalid.items())),
         "samples": counts.samples,
+        "late_samples": outcome.pipeline.rank_stage.ranker.late_samples,
         "rankings": counts.rankings,
         "deltas": counts.deltas,
         "seconds": round(outcome.seconds, 3),

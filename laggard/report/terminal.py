@@ -42,7 +42,7 @@ def print_counts(counts: dict[str, Any], console: Console) -> None:
     table = Table(title="Counts", title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
-    for name in ("events", "tasks", "jobs", "skipped", "bad_rows", "samples", "rankings", "deltas"):
+    for name in ("events", "tasks", "jobs", "skipped", "bad_rows", "samples", "late_samples", "rankings", "deltas"):
         table.add_row(name.replace("_", " "), f"{counts[name]:,}")
     for status, number in counts["finished"].items():
         table.add_row(f"finished {status}", f"{number:,}")
@@ -52,6 +52,13 @@ def print_counts(counts: dict[str, Any], console: Console) -> None:
     console.print(table)
     for bad in counts["bad_examples"]:
         console.print(f"  bad row, {bad['file']} line {bad['line']}: {bad['reason']}")
+    late, samples = counts["late_samples"], counts["samples"]
+    if samples and late >= 0.1 * samples:
+        console.print(
+            f"[yellow]warning:[/] {late:,} of {samples:,} z-values reached the ranking after their task had left the "
+            "window and were never ranked. Jobs with no JobFinish in the trace (CSV, Alibaba) are final only after "
+            "the job idle timeout; keep it well below the window (--job-idle-timeout 600)."
+        )
 
 
 def fraction(value: float | None) -> str:
