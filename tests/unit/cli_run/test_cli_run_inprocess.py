@@ -156,3 +156,14 @@ def test_bad_options_are_usage_errors():
     assert invoke("--trace", SPEC, "--partitions", "0").exit_code == 2
     assert invoke("--trace", SPEC, "--significance-floor", "high").exit_code == 2
     assert "FORMAT:PATH" in invoke("--help").stdout
+
+
+def test_a_job_idle_timeout_as_long_as_the_window_is_explained_not_silent(tmp_path):
+    """A CSV has no job ends: with the default idle timeout (= the window) its z-values arrive too late."""
+    path = write_csv(tmp_path / "tasks.csv", ("n05", "n22"), jobs=300)
+    document = json.loads(invoke("--trace", f"csv:{path}", "--json").stdout)
+    assert document["counts"]["late_samples"] > 0.1 * document["counts"]["samples"]
+    text = invoke("--trace", f"csv:{path}").stdout
+    assert "never ranked" in text and "--job-idle-timeout" in text
+    fixed = json.loads(invoke("--trace", f"csv:{path}", "--json", "--job-idle-timeout", "600").stdout)
+    assert fixed["counts"]["late_samples"] == 0 and fixed["deltas"]
