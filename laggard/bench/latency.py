@@ -13,7 +13,8 @@ time below is when the broker appended the record (no producer clocks involved).
   scheduler waits after a task finished until the ranking of its period is readable; it includes waiting for
   the period to close, so its target is one period (P / speed wall seconds) plus 1 s.
 
-Outputs are ``blacklist-deltas`` (only when the blacklist changed) and ``node-scores`` (every ranking).
+Outputs are ``blacklist-deltas`` (only when the blacklist changed) and ``node-scores`` (every ranking in which
+a node's statistics changed: nearly all of them in a live replay).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
 from streams.agents.idleness import IdleClock
 from streams.core.events import Progress
+from streams.core.ranking import ScoreChanges
 from streams.core.stages import RankResult, RankStage
 from streams.serde.topics import RANKING_FEED
 
@@ -50,7 +51,8 @@ def register(app: Any, wiring: Any) -> Any:
         return holder["stage"], holder["checkpointer"]
 
     async def publish(result: RankResult) -> None:
-        for score in result.ranking.node_scores():
+        changes = holder.setdefault("scores", ScoreChanges())  # a new holder (restart) republishes all once
+        for score in changes.select(result.ranking):
             await send(wiring.node_scores, score.node_id, score)
         delta = result.delta
         if delta is None or delta.version <= holder["published"]:

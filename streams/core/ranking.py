@@ -70,3 +70,38 @@ class Ranking:
             for row in self.nodes
             if (s := row.stats) is not None
         ]
+
+
+class ScoreChanges:
+    """The ``node-scores`` records worth publishing: those whose statistics changed since last published.
+
+    ``node-scores`` is compacted, a table of each node's latest statistics; a node whose window gained and lost
+    no sample keeps its record. On the Google 2011 trace only 27 % of the per-period scores differ from the
+    node's previous ones (170,640 of 634,182 over the first 500,000 events), and sending them all was more
+    records than the input. The window bounds and ``normalized_count`` (which moves with every other node) of
+    a kept record are those of the period its statistics last changed.
+
+    >>> from streams.core.windows import summarize
+    >>> def ranking(end, values):
+    ...     row = NodeRank("n1", summarize("n1", values), 0, False, False, "")
+    ...     return Ranking(end - 10, end, "pcores", nodes=(row,), cap=0)
+    >>> changes = ScoreChanges()
+    >>> [s.window_end_us for s in changes.select(ranking(10, [0.5, 0.7]))]
+    [10]
+    >>> changes.select(ranking(20, [0.5, 0.7]))
+    []
+    >>> [s.window_end_us for s in changes.select(ranking(30, [0.5, 0.9]))]
+    [30]
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[object, ...]] = {}
+
+    def select(self, ranking: Ranking) -> list[NodeScore]:
+        changed = []
+        for score in ranking.node_scores():
+            key = (score.n, score.mean, score.std, score.ci_low, score.ci_high)
+            if self._last.get(score.node_id) != key:
+                self._last[score.node_id] = key
+                changed.append(score)
+        return changed

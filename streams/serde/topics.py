@@ -54,7 +54,8 @@ STRAGGLER_PREDICTIONS = Topic(
     "straggler-predictions", "job_id", (ev.StragglerPrediction,), None, doc="tasks flagged as stragglers"
 )
 NODE_SCORES = Topic(
-    "node-scores", "node_id", (ev.NodeScore,), None, compacted=True, doc="each node's window statistics"
+    "node-scores", "node_id", (ev.NodeScore,), None, compacted=True,
+    doc="each node's window statistics, when they change",
 )
 # One cluster id is one key: a single partition keeps every delta of a cluster in order.
 BLACKLIST_DELTAS = Topic(
