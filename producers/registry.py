@@ -108,6 +108,10 @@ def _usage_reader(read_usage: Callable[[Path], Any]) -> Callable[[Path, ReadStat
     return read
 
 
+# Formats whose events never end a job (no JobFinish): their jobs are final only once idle.
+WITHOUT_JOB_ENDS = frozenset({"csv", "alibaba2018", "alibaba2017"})
+
+
 class Trace:
     """Events of one trace in event-time order, with the counters of the latest iteration."""
 
@@ -123,6 +127,11 @@ class Trace:
         self.ground_truth = ground_truth
         self._open = open_events
         self._reset()
+
+    @property
+    def has_job_ends(self) -> bool:
+        """Whether the format publishes JobFinish; without, a job is final only after the job idle timeout."""
+        return self.format not in WITHOUT_JOB_ENDS
 
     def _reset(self) -> None:
         self.stats = ReadStats()

@@ -80,6 +80,10 @@ def replay(
         click.echo(orjson.dumps(summary).decode())
     else:
         _print_summary(summary)
+    if isinstance(sink, KafkaSink) and not trace.has_job_ends:
+        click.echo(f"note: {trace.format} traces carry no job ends; run the workers with "
+                   "LAGGARD_JOB_IDLE_TIMEOUT_S=600 (well below the window), or jobs are final only after their "
+                   "tasks left the window and nothing is ranked", err=True)
     if isinstance(sink, KafkaSink) and sink.failed:
         raise UserError(f"{sink.failed} of {trace.events} events were not published: {sink.first_error}")
 

@@ -85,6 +85,25 @@ def make_pipeline(settings: Settings, partitions: int = 1, **kwargs: Any) -> Loc
         raise UserError(f"invalid settings: {exc}") from exc
 
 
+SOURCE_IDLE_TIMEOUT_S = 600.0  # for traces with no job ends, unless the operator chose otherwise
+
+
+def idle_timeout_for(trace: Any, settings: Settings) -> tuple[Settings, str | None]:
+    """A shorter job idle timeout for a trace whose jobs never end explicitly, when nobody set one.
+
+    With the default (= the window), such jobs become final only after their tasks left the window, and the
+    run would rank nothing (see ``late_samples``).
+    """
+    if trace.has_job_ends or "job_idle_timeout_s" in settings.model_fields_set:
+        return settings, None
+    seconds = min(SOURCE_IDLE_TIMEOUT_S, settings.window_size_s / 6)
+    if seconds >= settings.job_idle_timeout_s:
+        return settings, None
+    note = (f"{trace.format} traces carry no job ends: a job is final after {seconds:g} s without an event "
+            "(--job-idle-timeout to choose)")
+    return settings.model_copy(update={"job_idle_timeout_s": seconds}), note
+
+
 def describe_settings(settings: Settings) -> str:
     floor = "none" if settings.significance_floor is None else f"{settings.significance_floor:g}"
     return (
@@ -125,9 +144,12 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     """
     settings = settings_with(**ranking)
     trace = open_trace_or_fail(spec)
+    settings, idle_note = idle_timeout_for(trace, settings)
     pipeline = make_pipeline(settings, partitions)
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"[bold]laggard run[/] {spec}: {describe_settings(settings)}, {partitions} partition(s)")
+    if idle_note:
+        err.print(idle_note, highlight=False)
     outcome = run_with_progress(trace, pipeline, err)
     if as_json:
         from laggard.report.documents import run_document

@@ -48,7 +48,8 @@ def test_silent_partitions_and_job_streams_are_ranked_without_after_the_idle_tim
     log = tmp_path / "worker.log"
     with (fresh_broker(tmp_path / "broker") as bootstrap,
           running_worker(bootstrap, tmp_path, log, "--partitions", str(PARTITIONS))):
-        replay(bootstrap, f"csv:{trace}")
+        replayed = replay(bootstrap, f"csv:{trace}")
+        assert "csv traces carry no job ends; run the workers with LAGGARD_JOB_IDLE_TIMEOUT_S" in replayed.stderr
         deltas: list[BlacklistDelta] = wait_for(
             lambda: decoded(bootstrap, "blacklist-deltas"),
             lambda ds: {e.node_id for d in ds for e in d.added} >= set(SLOW), 240, "the slow nodes", log)

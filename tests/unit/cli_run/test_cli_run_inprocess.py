@@ -158,12 +158,15 @@ def test_bad_options_are_usage_errors():
     assert "FORMAT:PATH" in invoke("--help").stdout
 
 
-def test_a_job_idle_timeout_as_long_as_the_window_is_explained_not_silent(tmp_path):
-    """A CSV has no job ends: with the default idle timeout (= the window) its z-values arrive too late."""
+def test_a_trace_without_job_ends_gets_a_short_job_idle_timeout_unless_one_was_chosen(tmp_path):
+    """A CSV has no job ends: with an idle timeout as long as the window its z-values would arrive too late."""
     path = write_csv(tmp_path / "tasks.csv", ("n05", "n22"), jobs=300)
-    document = json.loads(invoke("--trace", f"csv:{path}", "--json").stdout)
-    assert document["counts"]["late_samples"] > 0.1 * document["counts"]["samples"]
-    text = invoke("--trace", f"csv:{path}").stdout
-    assert "never ranked" in text and "--job-idle-timeout" in text
-    fixed = json.loads(invoke("--trace", f"csv:{path}", "--json", "--job-idle-timeout", "600").stdout)
-    assert fixed["counts"]["late_samples"] == 0 and fixed["deltas"]
+    result = invoke("--trace", f"csv:{path}", "--json")
+    document = json.loads(result.stdout)
+    assert "csv traces carry no job ends: a job is final after 600 s" in result.stderr
+    assert document["counts"]["late_samples"] == 0 and document["deltas"]
+    chosen = invoke("--trace", f"csv:{path}", "--json", "--job-idle-timeout", "3600")
+    late = json.loads(chosen.stdout)["counts"]
+    assert late["late_samples"] > 0.1 * late["samples"], "the operator's choice stands ..."
+    text = invoke("--trace", f"csv:{path}", "--job-idle-timeout", "3600").stdout
+    assert "never ranked" in text and "--job-idle-timeout" in text, "... and its effect is explained"
