@@ -18,8 +18,15 @@ the leader at each boundary is not idle. ``after_s = 0`` never declares anything
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
+
+from faust.exceptions import NotReady
+
+log = logging.getLogger(__name__)
 
 
 class IdleClock:
@@ -47,3 +54,26 @@ class IdleClock:
 
     def clear(self) -> None:
         self._since.clear()
+
+
+def idle_timer(app: Any, idle: IdleClock, lock: asyncio.Lock, name: str, work: Callable[[], Awaitable[None]]) -> None:
+    """Run ``work`` under ``lock`` four times per idle timeout (not at all when idleness is off).
+
+    Records re-check idleness as they come; when they stop altogether only a timer would. The tick stands down
+    while the agent holds the lock (it checks itself) or the worker stops (its producer may be gone: a
+    ``NotReady`` then defers the work to the next start). Faust lets only stream iteration write tables, so
+    ``work`` must not checkpoint; the agent's next record does.
+    """
+    if idle.after_s <= 0:
+        return
+
+    async def tick() -> None:
+        if lock.locked() or app.should_stop:
+            return
+        async with lock:
+            try:
+                await work()
+            except NotReady:
+                log.info("%s deferred: the worker is stopping", name)
+
+    app.timer(interval=max(0.5, idle.after_s / 4), name=name)(tick)

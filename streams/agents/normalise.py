@@ -6,11 +6,9 @@ import asyncio
 import logging
 from typing import Any
 
-from faust.exceptions import NotReady
-
 from streams.agents.checkpoint import PartitionStates
 from streams.agents.common import send
-from streams.agents.idleness import IdleClock
+from streams.agents.idleness import IdleClock, idle_timer
 from streams.core.stages import NormalizeStage
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
@@ -73,21 +71,12 @@ def register(app: Any, wiring: Any) -> Any:
         if progress is not None or checkpointer.held >= CHECKPOINT_EVERY:
             await checkpointer.save(stream, stage.snapshot())
 
-    if idle.after_s > 0:
+    async def release_all() -> None:
+        # A crash before the agent's next checkpoint replays from the last one and sends the same samples again:
+        # the ranking keys samples by job and task, so a repeat replaces, never adds.
+        for partition, stage, _ in states.items():
+            await emit(*release_if_idle(partition, stage))
 
-        @app.timer(interval=max(0.5, idle.after_s / 4))
-        async def release_idle_job_streams() -> None:
-            # When the task events stop too (a replay that ended), no event would ever re-check idleness.
-            # Faust lets only stream iteration write tables, so the next event checkpoints this; a crash before
-            # it replays from the last checkpoint and sends the same samples again (the ranking keys samples
-            # by job and task: a repeat replaces, never adds).
-            if lock.locked() or app.should_stop:
-                return  # the agent is at work and checks itself, or the worker is stopping
-            async with lock:
-                try:
-                    for partition, stage, _ in states.items():
-                        await emit(*release_if_idle(partition, stage))
-                except NotReady:  # the producer stopped under us: shutdown; the checkpoint predates this
-                    log.info("releasing idle job streams deferred: the worker is stopping")
+    idle_timer(app, idle, lock, "release_idle_job_streams", release_all)
 
     return normalise_tasks

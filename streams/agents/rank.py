@@ -6,11 +6,9 @@ import asyncio
 import logging
 from typing import Any
 
-from faust.exceptions import NotReady
-
 from streams.agents.checkpoint import Checkpointer
 from streams.agents.common import decode_or_dead_letter, send
-from streams.agents.idleness import IdleClock
+from streams.agents.idleness import IdleClock, idle_timer
 from streams.core.events import Progress
 from streams.core.ranking import ScoreChanges
 from streams.core.stages import RankResult, RankStage
@@ -120,21 +118,13 @@ def register(app: Any, wiring: Any) -> Any:
         if results or checkpointer.held >= CHECKPOINT_EVERY:
             await checkpointer.save(stream, rank_stage.snapshot())
 
-    if idle.after_s > 0:
+    async def rank_without_idle() -> None:
+        # A crash before the agent's next checkpoint replays the feed from the last one; the versions already
+        # published are not published again.
+        rank_stage = holder.get("stage")  # None before the first record and after a revocation
+        if rank_stage is not None:
+            await publish_all(rank_stage, declare_idle(rank_stage))
 
-        @app.timer(interval=max(0.5, idle.after_s / 4))
-        async def rank_without_idle_partitions() -> None:
-            # When every record has been read, no record would ever re-check idleness. Faust lets only stream
-            # iteration write tables, so the next record checkpoints this; a crash before it replays the feed
-            # from the last checkpoint, and the versions already published are not published again.
-            if lock.locked() or app.should_stop:
-                return  # the agent is at work and checks itself, or the worker is stopping
-            async with lock:
-                rank_stage = holder.get("stage")  # None before the first record and after a revocation
-                if rank_stage is not None:
-                    try:
-                        await publish_all(rank_stage, declare_idle(rank_stage))
-                    except NotReady:  # the producer stopped under us: shutdown, the next start re-ranks
-                        log.info("ranking without idle partitions deferred: the worker is stopping")
+    idle_timer(app, idle, lock, "rank_without_idle_partitions", rank_without_idle)
 
     return rank_nodes

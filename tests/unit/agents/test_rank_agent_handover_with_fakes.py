@@ -82,7 +82,7 @@ class FakeWorker:
         agents: dict[str, Any] = {}
         self.timers: list[Any] = []  # registered, not run: this scenario has no idle partition
         app = SimpleNamespace(agent=lambda topic, name: lambda fn: agents.setdefault(name, fn),
-                              timer=lambda interval: lambda fn: self.timers.append(fn) or fn,
+                              timer=lambda interval, **kw: lambda fn: self.timers.append(fn) or fn,
                               on_partitions_revoked=SimpleNamespace(connect=self.handlers.append))
         wiring = SimpleNamespace(
             ranking_feed=None, settings=SETTINGS, partitions=1, ranking_config=CONFIG, cluster_id="default",
