@@ -8,14 +8,13 @@ those streams idle and blacklists the slow nodes.
 
 from __future__ import annotations
 
-import math
-import random
 from pathlib import Path
 
 import pytest
 
 from streams.core.events import BlacklistDelta
 from streams.local import partition_for
+from tests.csv_cluster import cluster_rows
 from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
 
 PARTITIONS = 4
@@ -24,18 +23,8 @@ SLOW = ("n03", "n17", "n29")
 
 def write_trace(path: Path, jobs: int = 300, seed: int = 4) -> Path:
     """40 nodes, tasks on SLOW take 1.8x; one job a minute; job ids chosen to land on partitions 0 and 1."""
-    rng = random.Random(seed)
-    lines = ["job_id,task_id,node_id,start_us,end_us,status"]
-    ids = (f"job{i}" for i in range(100_000))
-    for job in range(jobs):
-        job_id = next(j for j in ids if partition_for(j, PARTITIONS) in (0, 1))
-        arrival = 1 + job * 60_000_000
-        size = 60 * math.exp(rng.gauss(0, 0.5))
-        for task in range(rng.randint(20, 50)):
-            node = f"n{rng.randrange(40):02d}"
-            duration = int(size * rng.paretovariate(3.0) * (1.8 if node in SLOW else 1.0) * 1e6)
-            lines.append(f"{job_id},t{task},{node},{arrival},{arrival + duration},SUCCEEDED")
-    path.write_text("\n".join(lines) + "\n")
+    ids = (f"job{i}" for i in range(100_000) if partition_for(f"job{i}", PARTITIONS) in (0, 1))
+    path.write_text("\n".join(cluster_rows(SLOW, jobs, seed, every_s=60, job_ids=ids)) + "\n")
     return path
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -14,24 +13,14 @@ from click.testing import CliRunner
 from scipy import stats as scipy_stats
 
 from laggard.cli import cli
+from tests.csv_cluster import HEADER, cluster_rows
 
-HEADER = "job_id,task_id,node_id,start_us,end_us,status"
 SLOW = ("n03", "n17", "n29")
 
 
 def write_cluster(path: Path, slow=SLOW, seed: int = 0, jobs: int = 150, extra: str = "") -> Path:
     """A task table of 40 nodes; tasks on ``slow`` nodes take 1.8x; a few failed and killed attempts."""
-    rng = random.Random(seed)
-    lines = [HEADER]
-    for job in range(jobs):
-        arrival = 1 + job * 30_000_000
-        size = 60 * math.exp(rng.gauss(0, 0.5))
-        for task in range(rng.randint(20, 50)):
-            node = f"n{rng.randrange(40):02d}"
-            duration = int(size * rng.paretovariate(3.0) * (1.8 if node in slow else 1.0) * 1e6)
-            status = "SUCCEEDED" if rng.random() > 0.05 else rng.choice(["FAILED", "KILLED"])
-            lines.append(f"j{job},t{task},{node},{arrival},{arrival + duration},{status}")
-    path.write_text("\n".join(lines) + "\n" + extra)
+    path.write_text("\n".join(cluster_rows(slow, jobs, seed, failures=True)) + "\n" + extra)
     return path
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import random
 from pathlib import Path
 
 import pytest
@@ -14,9 +12,9 @@ from laggard.cli import cli
 from producers.registry import open_trace
 from streams.local import LocalPipeline
 from streams.settings import Settings
+from tests.csv_cluster import cluster_rows
 
 SPEC = "synthetic:nodes=40,slow=3,jobs=150,seed=1"
-HEADER = "job_id,task_id,node_id,start_us,end_us,status"
 
 
 def invoke(*args: str):
@@ -93,16 +91,7 @@ def test_tasks_landing_on_the_blacklisted_slow_nodes_straggle_several_times_more
 
 def write_csv(path: Path, slow: tuple[str, ...], jobs: int = 150, seed: int = 3) -> Path:
     """40 nodes; tasks on ``slow`` nodes take 1.8x; one job every 30 s; a bad row at the end."""
-    rng = random.Random(seed)
-    lines = [HEADER]
-    for job in range(jobs):
-        arrival = 1 + job * 30_000_000
-        size = 60 * math.exp(rng.gauss(0, 0.5))
-        for task in range(rng.randint(20, 50)):
-            node = f"n{rng.randrange(40):02d}"
-            duration = int(size * rng.paretovariate(3.0) * (1.8 if node in slow else 1.0) * 1e6)
-            lines.append(f"j{job},t{task},{node},{arrival},{arrival + duration},SUCCEEDED")
-    lines.append("jx,t0,n01,100,50,SUCCEEDED")  # ends before it starts
+    lines = [*cluster_rows(slow, jobs, seed), "jx,t0,n01,100,50,SUCCEEDED"]  # the last ends before it starts
     path.write_text("\n".join(lines) + "\n")
     return path
 
