@@ -63,8 +63,10 @@ def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
 
     try:
         trace = open_trace(spec)
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
         raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from None
     jobs: dict[str, list[Event]] = defaultdict(list)
     try:
         for event in trace:

@@ -49,7 +49,7 @@ def ranking_options(func: F) -> F:
             "job_idle_timeout_s",
             type=positive,
             metavar="S",
-            help="a job with no event for S seconds is final (traces without job ends) [default: 3600]",
+            help="a job with no event for S seconds is final [default: 3600; 600 for formats without job ends]",
         ),
         click.option("--min-tasks", type=click.IntRange(min=1), help="samples a node needs [default: 5]"),
         click.option(
@@ -137,7 +137,8 @@ def _formats_epilog() -> str:
 @ranking_options
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout, nothing else")
 def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
-    """Run the pipeline in-process on a trace (no broker) and show the ranking, deltas and counts.
+    """Run the pipeline in-process on a trace (no broker) and show the ranking, deltas, counts and the
+    blacklist's forward lift (how much more often tasks on listed nodes straggled).
 
     Settings (LAGGARD_WINDOW_SIZE_S, LAGGARD_ALLOW_LIST, ...) apply; options override them.
     Progress goes to stderr.
