@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("laggard.commands.run", "run", "Run the pipeline in-process on a trace (no broker)."),
     "rank": ("laggard.commands.rank", "rank", "Rank nodes of a task file by P-Cores and show the blacklist."),
     "eval": ("laggard.commands.eval", "eval_", "Evaluate straggler prediction methods on a trace."),
+    "simulate": ("laggard.commands.simulate", "simulate_", "Measure the job time saved by relaunching flagged tasks."),
     "replay": ("laggard.commands.replay", "replay", "Replay a trace as task events to Kafka or stdout."),
     "worker": ("laggard.commands.worker", "worker", "Run the Faust stream worker on Kafka."),
     "adapter": ("laggard.commands.adapter", "adapter", "Apply blacklist deltas to a scheduler."),

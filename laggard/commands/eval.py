@@ -177,32 +177,16 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, di
 
 
 def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str) -> None:
-    """Grouped bars: F1 per job (groups) and method (bars), oracle tau; PNG through the Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Grouped bars: F1 per job (groups) and method (bars), oracle tau."""
+    from laggard.report.plots import plot_grouped_bars
 
     jobs = list(dict.fromkeys(r["job_id"] for r in rows))
-    methods = [m for m in methods if any(r["method"] == m for r in rows)]
-    width = 0.8 / max(1, len(methods))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(jobs)), 4.8))
-    for i, name in enumerate(methods):
-        f1 = {r["job_id"]: r["f1"] for r in rows if r["method"] == name}
-        ax.bar([j + i * width for j in range(len(jobs))], [f1.get(job, 0.0) for job in jobs], width, label=name)
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(jobs))], jobs)
-    ax.set_ylabel("F1 (oracle p90 threshold)")
-    ax.set_ylim(0, 1)
-    # below the axes: inside, it hid the bars of the first job
-    ax.legend(fontsize="small", ncols=min(5, len(methods)), loc="upper center", bbox_to_anchor=(0.5, -0.1),
-              frameon=False)
-    fig.tight_layout()
+    f1 = {(r["job_id"], r["method"]): r["f1"] for r in rows}
+    series = {m: [f1.get((job, m), 0.0) for job in jobs] for m in methods if any(r["method"] == m for r in rows)}
     try:
-        fig.savefig(path, format="png")
+        plot_grouped_bars(jobs, series, "F1 (oracle p90 threshold)", Path(path), ylim=(0, 1))
     except OSError as exc:
         raise UserError(f"cannot write plot {path}: {exc.strerror or exc}") from None
-    finally:
-        plt.close(fig)
 
 
 @click.command(

@@ -202,3 +202,24 @@ def plot_ci_low(
     axes.set_title(f"Lower interval end of every node with at least {min_tasks} samples, over time")
     axes.grid(alpha=0.3)
     figure.savefig(path)
+
+
+def plot_grouped_bars(
+    groups: list[str], series: dict[str, list[float]], ylabel: str, path: Path, ylim: tuple[float, float] | None = None
+) -> None:
+    """Bars of ``series`` (name -> one value per group) side by side within each group; the legend sits below
+    the axes (inside, it hid the first group's bars)."""
+    figure = Figure(figsize=(max(6.0, 1.8 * len(groups)), 4.8), dpi=DPI)
+    axes = figure.add_subplot()
+    width = 0.8 / max(1, len(series))
+    for i, (name, values) in enumerate(series.items()):
+        axes.bar([g + i * width for g in range(len(groups))], values, width, label=name)
+    axes.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups)
+    axes.set_ylabel(ylabel)
+    if ylim is not None:
+        axes.set_ylim(*ylim)
+    axes.axhline(0.0, color="black", linewidth=0.8)
+    axes.legend(fontsize="small", ncols=min(5, len(series)), loc="upper center", bbox_to_anchor=(0.5, -0.1),
+                frameon=False)  # fmt: skip
+    figure.tight_layout()
+    figure.savefig(path, format="png")

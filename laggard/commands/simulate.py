@@ -1,0 +1,302 @@
+"""``laggard simulate``: would acting on straggler flags shorten jobs? (SPEC 7, Nurd's Algorithms 2 and 3).
+
+Each job of the trace runs every method as ``laggard eval`` does; the flags then drive a scheduler that
+terminates a flagged task and relaunches it on a new machine, at once (Algorithm 2, ``unlimited``) or only
+when a machine is free (Algorithm 3, ``K`` spare machines plus those the job's finished tasks release). A
+relaunched copy takes a duration drawn from the job's non-straggler durations; each setting is repeated with
+``--repeats`` seeded draws and averaged. The model is written down in ``streams.core.simulation``.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import warnings
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+from rich.console import Console
+from rich.table import Table
+
+from laggard.commands.eval import load_jobs, parse_methods
+from laggard.commands.options import settings_with, stdout_console
+from laggard.errors import UserError
+from streams.core.evaluation import drive, job_truth
+from streams.core.events import Event
+from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method
+from streams.core.simulation import Mode, Outcome, TaskTimeline, first_flags, perfect_flags, simulate, timelines
+
+DEFAULT_METHODS = "nurd,supervised,spark,hadoop,elapsed-tau"
+PERFECT = "perfect"
+PERFECT_NOTE = (
+    "'perfect' is a yardstick, not a method: every true straggler flagged at its first checkpoint, nothing else"
+)
+MODES = {
+    "relaunch": "a flagged task is terminated and relaunched on a new machine (Nurd's schedulers)",
+    "speculate": "a flagged task keeps running beside a copy on a new machine; the first to finish wins",
+}
+MODEL = (
+    "the copy takes a duration drawn from the "
+    "job's non-straggler durations (below the oracle p90 tau); unlimited = Algorithm 2 (relaunch at the flag), "
+    "K = Algorithm 3 (K spare machines plus those the job's finished tasks release; a task that finds none "
+    "asks again at its next checkpoint; a terminated task's machine is not reused)"
+)
+
+
+def parse_spares(text: str) -> list[int | None]:
+    """``unlimited,0,50`` -> [None, 0, 50]; None stands for Algorithm 2."""
+    settings: list[int | None] = []
+    for raw in text.split(","):
+        item = raw.strip().lower()
+        if not item:
+            continue
+        if item == "unlimited":
+            value: int | None = None
+        elif item.isdigit():
+            value = int(item)
+        else:
+            raise UserError(f"--spares takes 'unlimited' or a count of machines, not {raw.strip()!r}")
+        if value not in settings:
+            settings.append(value)
+    if not settings:
+        raise UserError("--spares names no setting")
+    return settings
+
+
+def spares_label(spares: int | None) -> str:
+    return "unlimited" if spares is None else f"{spares} spare"
+
+
+def simulate_job(
+    job_id: str,
+    events: list[Event],
+    names: list[str],
+    options: Options,
+    spares_settings: list[int | None],
+    repeats: int,
+    seed: int,
+    online: bool,
+    mode: Mode = "relaunch",
+) -> list[dict[str, Any]] | None:
+    """Rows (one per method and spares setting) for one job, or None when it cannot be simulated."""
+    truth = job_truth(events, options.initial_fraction)
+    tasks = timelines(events)
+    pool = sorted(d for d in truth.durations_s.values() if d < truth.tau_s)
+    if len(tasks) < 2 or not pool:
+        return None
+    flags: dict[str, dict[str, float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
+        for name in names:
+            run = drive(make_method(name, None if online else truth.tau_s, options).observe, events)
+            flags[name] = first_flags(run.flags)
+    flags[PERFECT] = perfect_flags(tasks, truth.durations_s, truth.tau_s)
+    rows = []
+    for name, flagged in flags.items():
+        for spares in spares_settings:
+            outcomes = [
+                simulate(tasks, flagged, _draw(pool, f"{seed}/{job_id}/{r}"), spares, mode)
+                for r in range(repeats)
+            ]
+            rows.append(_row(job_id, name, spares, outcomes, tasks, truth.tau_s))
+    return rows
+
+
+def _draw(pool: list[float], seed: str) -> Any:
+    rng = random.Random(seed)  # a string seed is hashed with SHA-512: the same draws on every run and machine
+    return lambda: rng.choice(pool)
+
+
+def _row(
+    job_id: str, name: str, spares: int | None, outcomes: list[Outcome], tasks: dict[str, TaskTimeline], tau: float
+) -> dict[str, Any]:
+    relaunches = sum(o.relaunches for o in outcomes)
+    return {
+        "job_id": job_id,
+        "method": name,
+        "spares": "unlimited" if spares is None else spares,
+        "n_tasks": len(tasks),
+        "tau_s": tau,
+        "jct_base_s": outcomes[0].jct_base_s,
+        "jct_s": statistics.fmean(o.jct_s for o in outcomes),
+        "reduction": statistics.fmean(o.reduction for o in outcomes),
+        "relaunches": relaunches / len(outcomes),
+        "success_rate": sum(o.successes for o in outcomes) / relaunches if relaunches else None,
+        "unserved": statistics.fmean(o.unserved for o in outcomes),
+        "wasted_s": statistics.fmean(o.wasted_s for o in outcomes),
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """method -> spares setting -> mean reduction over jobs, relaunches per job, overall success rate."""
+    summary: dict[str, dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        summary.setdefault(row["method"], {}).setdefault(str(row["spares"]), {"rows": []})["rows"].append(row)
+    for settings in summary.values():
+        for key, entry in settings.items():
+            mine = entry.pop("rows")
+            relaunches = sum(r["relaunches"] for r in mine)
+            successes = sum(r["relaunches"] * (r["success_rate"] or 0.0) for r in mine)
+            settings[key] = {
+                "mean_reduction": statistics.fmean(r["reduction"] for r in mine),
+                "relaunches_per_job": relaunches / len(mine),
+                "success_rate": successes / relaunches if relaunches else None,
+                "wasted_s_per_job": statistics.fmean(r["wasted_s"] for r in mine),
+                "jobs": len(mine),
+            }
+    return summary
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, Any], threshold: str, mode: str) -> None:
+    out.print(f"Mode: {MODES[mode]}; {MODEL}.", markup=False)
+    out.print(f"Threshold: {threshold}.", markup=False)
+    settings = list(dict.fromkeys(str(r["spares"]) for r in rows))
+    for job_id in dict.fromkeys(r["job_id"] for r in rows):
+        mine = [r for r in rows if r["job_id"] == job_id]
+        first = mine[0]
+        title = f"job {job_id}: {first['n_tasks']} tasks, JCT {first['jct_base_s']:.0f} s without mitigation"
+        table = Table(title=title, title_justify="left")
+        table.add_column("method", no_wrap=True)
+        for key in settings:
+            label = spares_label(None if key == "unlimited" else int(key))
+            for column in ("JCT cut", "relaunches", "success"):
+                table.add_column(f"{label}: {column}" if column == "JCT cut" else column, justify="right")
+        for name in dict.fromkeys(r["method"] for r in mine):
+            cells = []
+            for key in settings:
+                r = next(r for r in mine if r["method"] == name and str(r["spares"]) == key)
+                cells += [_pct(r["reduction"]), f"{r['relaunches']:.1f}", _pct(r["success_rate"])]
+            table.add_row(name, *cells)
+        out.print(table)
+    table = Table(title="mean over jobs", title_justify="left")
+    table.add_column("method", no_wrap=True)
+    for key in settings:
+        label = spares_label(None if key == "unlimited" else int(key))
+        table.add_column(f"{label}: JCT cut", justify="right")
+        table.add_column("success", justify="right")
+        table.add_column("wasted", justify="right")
+    for name, by_setting in summary.items():
+        cells = []
+        for key in settings:
+            s = by_setting[key]
+            cells += [_pct(s["mean_reduction"]), _pct(s["success_rate"]), f"{s['wasted_s_per_job'] / 3600:.1f} h"]
+        table.add_row(name, *cells)
+    out.print(table)
+    out.print(
+        "'JCT cut' = 1 - job completion time with mitigation / without (negative: the job ended later); "
+        f"'relaunches' per job (mean over draws); 'success' = relaunched copies that finished before the "
+        "original would have; 'wasted' = machine hours per job spent on attempts that did not produce the "
+        f"result (terminated originals, lost races). {PERFECT_NOTE}.",
+        markup=False,
+    )
+
+
+def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) -> None:
+    from laggard.report.plots import plot_grouped_bars
+
+    methods = list(summary)
+    settings = list(dict.fromkeys(key for by_setting in summary.values() for key in by_setting))
+    series = {
+        spares_label(None if key == "unlimited" else int(key)): [
+            100 * summary[m][key]["mean_reduction"] if key in summary[m] else 0.0 for m in methods
+        ]
+        for key in settings
+    }
+    try:
+        plot_grouped_bars(methods, series, "job completion time cut, mean over jobs (%)", Path(path))
+    except OSError as exc:
+        raise UserError(f"cannot write plot {path}: {exc.strerror or exc}") from None
+
+
+@click.command(
+    "simulate",
+    help="Replay each job with a scheduler that relaunches flagged tasks, and measure the job completion "
+    "time saved (SPEC 7, Nurd's Algorithms 2 and 3).\n\n"
+    "Example: laggard simulate --trace google2011-usage:../shared/traces/google2011-nurd-timeseries "
+    "--methods nurd,supervised,spark --spares unlimited,0 --plot jct.png",
+)
+@click.option("--trace", "spec", required=True, metavar="FORMAT:PATH", help="e.g. google2011-usage:DIR")
+@click.option(
+    "--methods",
+    default=DEFAULT_METHODS,
+    show_default=True,
+    help=f"comma list of: {', '.join([*METHODS, *ALIASES])} ('perfect' is always added as a yardstick)",
+)
+@click.option(
+    "--spares",
+    default="unlimited,0",
+    show_default=True,
+    metavar="LIST",
+    help="scheduler settings: 'unlimited' (Algorithm 2) and/or spare machine counts (Algorithm 3)",
+)
+@click.option("--repeats", type=click.IntRange(1, 1000), default=5, show_default=True, help="seeded draws per setting")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the relaunch duration draws")
+@click.option(
+    "--threshold",
+    type=click.Choice(["oracle", "online"]),
+    default="oracle",
+    show_default=True,
+    help="tau for the methods that use one: the job's true p90 (as laggard eval) or the online estimate",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(list(MODES)),
+    default="relaunch",
+    show_default=True,
+    help="relaunch: terminate the flagged task (Nurd's Algorithms 2 and 3); speculate: keep it beside the copy",
+)
+@click.option("--alpha", type=float, default=None, help="Nurd calibration alpha [default: setting LAGGARD_NURD_ALPHA]")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout instead of tables")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of the mean JCT cut")
+def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, threshold: str, mode: Mode,
+              alpha: float | None, as_json: bool, plot: str | None) -> None:  # fmt: skip
+    names = [n for n in parse_methods(methods) if n != PERFECT]
+    spares_settings = parse_spares(spares)
+    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
+        raise UserError(f"cannot write plot {plot}: its directory does not exist")
+    settings = settings_with()
+    options = Options(
+        alpha=settings.nurd_alpha if alpha is None else alpha,
+        epsilon=settings.nurd_epsilon,
+        initial_fraction=settings.nurd_initial_fraction,
+    )
+    err = Console(stderr=True)
+    jobs, trace = load_jobs(spec, err)
+    rows: list[dict[str, Any]] = []
+    for job_id, events in jobs.items():
+        job_rows = simulate_job(
+            job_id, events, names, options, spares_settings, repeats, seed, threshold == "online", mode
+        )
+        if job_rows is None:
+            err.print(f"job {job_id}: fewer than 2 finished tasks, skipped")
+            continue
+        rows += job_rows
+        best = max((r for r in job_rows if r["method"] != PERFECT), key=lambda r: r["reduction"], default=None)
+        if best is not None:
+            setting = spares_label(None if best["spares"] == "unlimited" else best["spares"])
+            err.print(
+                f"job {job_id}: JCT {best['jct_base_s']:.0f} s without mitigation; best {best['method']} "
+                f"({setting}): {best['jct_s']:.0f} s"
+            )
+    if not rows:
+        raise UserError(f"no job with finished tasks in {spec}")
+    summary = summarise(rows)
+    threshold_text = "oracle p90 of each job, as laggard eval" if threshold == "oracle" else "online p90 estimate"
+    if plot:
+        plot_reductions(summary, plot)
+        err.print(f"wrote {plot}")
+    if as_json:
+        document = {
+            "trace": spec, "mode": mode, "model": f"{MODES[mode]}; {MODEL}", "threshold": threshold_text,
+            "perfect": PERFECT_NOTE, "repeats": repeats, "seed": seed, "alpha": options.alpha,
+            "bad_rows": trace.bad_rows, "jobs": rows, "summary": summary,
+        }  # fmt: skip
+        click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print_tables(stdout_console(), rows, summary, threshold_text, mode)

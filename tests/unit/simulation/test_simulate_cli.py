@@ -1,0 +1,79 @@
+"""``laggard simulate`` on one small real Google 2011 job, as a user runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+
+JOB = "6343048076"  # 152 tasks, 18 stragglers, p90 327 s
+
+
+@pytest.fixture(scope="module")
+def spec(traces_dir: Path) -> str:
+    return f"google2011-usage:{traces_dir / 'google2011-nurd-timeseries' / 'timeseriesspecsixtotal' / JOB}"
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, ["simulate", *args])
+
+
+def test_json_reports_every_method_and_setting_with_the_yardstick(spec: str, tmp_path: Path) -> None:
+    plot = tmp_path / "jct.png"
+    result = run("--trace", spec, "--methods", "supervised,spark", "--spares", "unlimited,0", "--repeats", "3",
+                 "--json", "--plot", str(plot))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(result.stdout)
+    rows = document["jobs"]
+    methods = {"supervised", "spark-q0.75-m1.5", "spark-q0.9-m3", "perfect"}
+    assert {(r["method"], r["spares"]) for r in rows} == {(m, s) for m in methods for s in ("unlimited", 0)}
+    for row in rows:
+        assert row["job_id"] == JOB and row["n_tasks"] == 152
+        assert row["jct_base_s"] == pytest.approx(361, abs=1)  # first start to last finish in the trace
+        assert row["reduction"] == pytest.approx(1 - row["jct_s"] / row["jct_base_s"])
+    perfect = next(r for r in rows if r["method"] == "perfect" and r["spares"] == "unlimited")
+    assert perfect["relaunches"] == 18  # exactly the stragglers
+    assert set(document["summary"]) == methods
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert "JCT" in result.stderr  # progress per job on stderr
+
+
+def test_speculation_never_ends_this_job_later_with_unlimited_machines(spec: str) -> None:
+    result = run("--trace", spec, "--methods", "nurd,hadoop", "--spares", "unlimited", "--mode", "speculate",
+                 "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for row in orjson.loads(result.stdout)["jobs"]:
+        assert row["jct_s"] <= row["jct_base_s"]
+
+
+def test_same_seed_same_numbers_other_seed_other_draws(spec: str) -> None:
+    args = ("--trace", spec, "--methods", "hadoop", "--spares", "unlimited", "--repeats", "2", "--json")
+    first, again = run(*args), run(*args)
+    other = run(*args, "--seed", "7")
+    rows = [orjson.loads(r.stdout)["jobs"] for r in (first, again, other)]
+    assert rows[0] == rows[1]
+    assert [r["jct_s"] for r in rows[0]] != [r["jct_s"] for r in rows[2]]
+
+
+def test_text_output_states_the_model(spec: str) -> None:
+    result = run("--trace", spec, "--methods", "spark", "--spares", "2")
+    assert result.exit_code == 0, result.output
+    assert "Algorithm 2" in result.stdout and "mean over jobs" in result.stdout and "2 spare" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--spares", "lots"], "--spares takes 'unlimited' or a count of machines, not 'lots'"),
+        (["--methods", "nope"], "unknown method 'nope'"),
+        (["--plot", "/no/such/dir/x.png"], "its directory does not exist"),
+    ],
+)
+def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) -> None:
+    result = run("--trace", spec, *args)
+    assert result.exit_code != 0
+    assert message in result.output and "Traceback" not in result.output

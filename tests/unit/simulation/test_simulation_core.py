@@ -1,0 +1,130 @@
+"""The scheduler simulation of SPEC 7 on hand-made jobs whose outcome can be worked out on paper."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.core.events import JobStart, Status, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.simulation import TaskTimeline, first_flags, perfect_flags, simulate, timelines
+
+S = 1_000_000
+
+
+def job() -> dict[str, TaskTimeline]:
+    """Three short tasks (10 s) and one straggler (100 s), all started at t=0, checkpoints every 10 s."""
+    tasks = {name: TaskTimeline(0.0, 10.0, (10.0,)) for name in ("a", "b", "c")}
+    tasks["slow"] = TaskTimeline(0.0, 100.0, tuple(float(t) for t in range(10, 101, 10)))
+    return tasks
+
+
+def constant(seconds: float):
+    return lambda: seconds
+
+
+def test_no_flag_leaves_the_trace_schedule_alone() -> None:
+    outcome = simulate(job(), {}, constant(10.0), spares=None)
+    assert outcome.jct_s == outcome.jct_base_s == 100.0
+    assert outcome.reduction == 0.0 and outcome.relaunches == 0 and outcome.wasted_s == 0.0
+
+
+def test_algorithm_2_relaunches_at_the_flag() -> None:
+    outcome = simulate(job(), {"slow": 20.0}, constant(10.0), spares=None)
+    assert outcome.jct_s == 30.0  # relaunched at 20 s, the copy needs 10 s
+    assert outcome.reduction == pytest.approx(0.7)
+    assert (outcome.relaunches, outcome.successes, outcome.wasted_s) == (1, 1, 20.0)
+
+
+def test_a_wrong_flag_in_relaunch_mode_makes_the_job_later() -> None:
+    """Terminating a task that was about to finish and drawing a long copy: the paper's schedulers pay for it."""
+    outcome = simulate(job(), {"a": 9.0}, constant(95.0), spares=None)
+    assert outcome.jct_s == 104.0 and outcome.reduction < 0
+    assert outcome.successes == 0
+
+
+def test_speculation_never_delays_a_task_with_unlimited_machines() -> None:
+    outcome = simulate(job(), {"a": 9.0, "slow": 20.0}, constant(95.0), spares=None, mode="speculate")
+    assert outcome.jct_s == 100.0  # both originals win their races
+    assert outcome.successes == 0
+    assert outcome.wasted_s == pytest.approx((10.0 - 9.0) + (100.0 - 20.0))  # the copies that lost
+
+
+def test_algorithm_3_waits_for_a_machine_released_by_a_finished_task() -> None:
+    tasks = job()
+    # no spare: the straggler flagged at 5 s finds no machine; the short tasks release theirs at 10 s,
+    # and the straggler asks again at its next checkpoint (10 s)
+    outcome = simulate(tasks, {"slow": 5.0}, constant(10.0), spares=0)
+    assert outcome.jct_s == 20.0 and outcome.relaunches == 1
+    # with one spare it goes at once
+    assert simulate(tasks, {"slow": 5.0}, constant(10.0), spares=1).jct_s == 15.0
+
+
+def test_algorithm_3_leaves_flags_unserved_when_no_machine_comes() -> None:
+    tasks = {"x": TaskTimeline(0.0, 50.0, (10.0, 20.0, 50.0)), "y": TaskTimeline(0.0, 60.0, (10.0, 60.0))}
+    outcome = simulate(tasks, {"x": 10.0, "y": 10.0}, constant(5.0), spares=0)
+    assert outcome.relaunches == 0 and outcome.unserved == 2 and outcome.jct_s == 60.0
+
+
+def test_the_machine_of_a_terminated_task_is_not_reused() -> None:
+    """One spare: the first relaunch takes it; the second flagged task must wait for the copy to end."""
+    tasks = {
+        "p": TaskTimeline(0.0, 100.0, (10.0, 20.0, 30.0, 100.0)),
+        "q": TaskTimeline(0.0, 100.0, (10.0, 20.0, 30.0, 100.0)),
+    }
+    outcome = simulate(tasks, {"p": 10.0, "q": 10.0}, constant(15.0), spares=1)
+    # p: relaunched at 10 s, copy ends 25 s and frees its machine; q asks at 10 and 20, gets it at 30 s
+    assert outcome.jct_s == 45.0
+    assert outcome.wasted_s == 10.0 + 30.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    durations=st.lists(st.integers(1, 200), min_size=2, max_size=12),
+    flag_points=st.lists(st.integers(0, 11), max_size=6),
+    draws=st.lists(st.integers(1, 200), min_size=1, max_size=5),
+    spares=st.one_of(st.none(), st.integers(0, 3)),
+)
+def test_speculation_is_never_later_than_the_trace_and_counts_add_up(durations, flag_points, draws, spares) -> None:
+    tasks = {
+        str(i): TaskTimeline(0.0, float(d), tuple(float(t) for t in range(1, d + 1, max(1, d // 4))))
+        for i, d in enumerate(durations)
+    }
+    flags = {str(i): 1.0 for i in flag_points if i < len(durations)}
+    cycle = itertools.cycle(float(d) for d in draws)
+    spec = simulate(tasks, flags, lambda: next(cycle), spares, mode="speculate")
+    assert spec.jct_s <= spec.jct_base_s
+    assert spec.relaunches + spec.unserved == len({t for t in flags if tasks[t].finish_s > 1.0})
+    assert 0 <= spec.successes <= spec.relaunches and spec.wasted_s >= 0
+
+
+def test_seeded_draws_reproduce_the_same_outcome() -> None:
+    pool = [5.0, 10.0, 40.0]
+    runs = []
+    for _ in range(2):
+        rng = random.Random("0/job/1")
+        runs.append(simulate(job(), {"slow": 20.0, "a": 5.0}, lambda rng=rng: rng.choice(pool), spares=0))
+    assert runs[0] == runs[1]
+
+
+def test_timelines_and_flags_come_from_the_events_a_replayer_emits() -> None:
+    events = [
+        JobStart("j", 0, declared_tasks=2),
+        TaskStart("j", "t1", 0, "n1", 0),
+        TaskStart("j", "t2", 0, "n2", 1 * S),
+        TaskCheckpoint("j", "t1", 0, "n1", 5 * S, 5 * S),
+        TaskCheckpoint("j", "t2", 0, "n2", 6 * S, 5 * S),
+        TaskFinish("j", "t1", 0, "n1", 8 * S, 8 * S, Status.SUCCEEDED),
+        TaskCheckpoint("j", "t2", 0, "n2", 30 * S, 29 * S),
+        TaskFinish("j", "t2", 0, "n2", 40 * S, 39 * S, Status.SUCCEEDED),
+        TaskFinish("j", "t3", 0, "n3", 40 * S, 2 * S, Status.FAILED),
+    ]
+    tasks = timelines(events)
+    assert tasks == {"t1": TaskTimeline(0.0, 8.0, (5.0,)), "t2": TaskTimeline(1.0, 40.0, (6.0, 30.0))}
+    assert perfect_flags(tasks, {"t1": 8.0, "t2": 39.0}, tau_s=39.0) == {"t2": 6.0}
+    flag = StragglerPrediction("j", "t2", 0, "n2", 30 * S, 29 * S, 1.0, 1.0, 1.0, 1.0, "nurd")
+    later = StragglerPrediction("j", "t2", 0, "n2", 35 * S, 34 * S, 1.0, 1.0, 1.0, 1.0, "nurd")
+    assert first_flags([flag, later]) == {"t2": 30.0}
