@@ -165,7 +165,7 @@ def print_outcome(outcome: RunOutcome, console: Console) -> None:
     """Final ranking, every delta, counts and (synthetic traces) detection, as tables."""
     from laggard.commands.rank import print_ranking
     from laggard.report.documents import counts_dict
-    from laggard.report.terminal import print_counts, print_deltas, print_detection, print_lift
+    from laggard.report.terminal import print_avoidance, print_counts, print_deltas, print_detection, print_lift
 
     last = outcome.pipeline.last_ranking
     if last is None:
@@ -182,3 +182,4 @@ def print_outcome(outcome: RunOutcome, console: Console) -> None:
     if outcome.detection is not None:
         print_detection(outcome.detection, console)
     print_lift(outcome.lift.result(), console)
+    print_avoidance(*outcome.avoidance(), console)

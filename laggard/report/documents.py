@@ -92,4 +92,9 @@ def run_document(outcome: RunOutcome) -> dict[str, Any]:
     if outcome.detection is not None:
         document["detection"] = detection_dict(outcome.detection)
     document["forward_lift"] = dataclasses.asdict(outcome.lift.result())
+    found, truth = outcome.avoidance()
+    document["avoidance"] = {
+        "blacklist": dataclasses.asdict(found),
+        "true_slow_nodes": None if truth is None else dataclasses.asdict(truth),
+    }
     return document

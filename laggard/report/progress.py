@@ -6,6 +6,7 @@ of the current blacklist; a person watching a long replay sees it is alive and w
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from streams.core.detection_metrics import DetectionScore
 from streams.core.events import BlacklistDelta
 from streams.core.lift import ForwardLift
+from streams.core.simulation import AvoidSummary, avoidance
 from streams.local import LocalPipeline
 
 US_PER_S = 1_000_000
@@ -35,6 +37,20 @@ class RunOutcome:
     seconds: float = 0.0
     detection: DetectionScore | None = None
     lift: ForwardLift = field(default_factory=ForwardLift)
+    _avoidance: tuple[AvoidSummary, AvoidSummary | None] | None = None
+
+    def avoidance(self) -> tuple[AvoidSummary, AvoidSummary | None]:
+        """What honouring the blacklist would have done to the jobs (``simulation.avoidance``), and the same
+        for the true slow nodes listed from the fault onset when the trace knows them (a yardstick)."""
+        if self._avoidance is None:
+            jobs = self.lift.placements()
+            found = avoidance(jobs, self.lift.spans_s())
+            truth = None
+            if self.detection is not None and self.detection.slow_nodes:
+                onset = self.detection.onset_us / US_PER_S
+                truth = avoidance(jobs, {node: [(onset, math.inf)] for node in self.detection.slow_nodes})
+            self._avoidance = (found, truth)
+        return self._avoidance
 
 
 def trace_time(ts_us: int) -> str:

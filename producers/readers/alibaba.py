@@ -107,6 +107,8 @@ def parse_2018(fields: list[str], line: int) -> Instance:
 
 def parse_2017(fields: list[str], line: int) -> Instance:
     """A 2017 batch_instance row; raises ValueError with the reason when it is bad."""
+    if len(fields) == 8:  # the easy mistake: the shared 2017 trace is batch_task.csv, 8 columns
+        raise ValueError("expected 12 columns, got 8: a batch_task.csv row? read that file with alibaba2017-tasks:")
     _expect(fields, 12)
     for index, name in ((2, "job id"), (3, "task id")):
         if not fields[index].strip():

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from streams.core.detection_metrics import DetectionScore
 from streams.core.events import BlacklistDelta, Event, TaskFinish
+from streams.core.simulation import Placement, spans_in_seconds
 
 Z_95 = 1.959963984540054
 
@@ -89,6 +90,17 @@ class ForwardLift:
         self._spans.update(delta)
         if self._first_delta_us is None:
             self._first_delta_us = delta.issued_at_us
+
+    def placements(self) -> dict[str, list[Placement]]:
+        """The successful tasks seen, by job, as the trace ran them (for ``simulation.avoidance``)."""
+        return {
+            job: [Placement(node, start / 1e6, duration / 1e6) for node, start, duration in rows]
+            for job, rows in self._tasks.items()
+        }
+
+    def spans_s(self) -> dict[str, list[tuple[float, float]]]:
+        """When each node was listed, in seconds (open stays end at infinity)."""
+        return spans_in_seconds(self._spans.spans())
 
     def result(self) -> LiftResult:
         spans: dict[str, list[tuple[int, int]]] = defaultdict(list)

@@ -1,4 +1,7 @@
-"""Trace-driven simulation of straggler mitigation (SPEC 7): would acting on the flags shorten jobs?
+"""Trace-driven simulation of straggler mitigation (SPEC 7): would acting on laggard's output shorten jobs?
+
+Two schedulers in the loop: one acting on straggler flags (Nurd's Algorithms 2 and 3, ``simulate``;
+``laggard simulate``) and one honouring the blacklist (DSB, ``avoid_blacklist`` below; ``laggard run``).
 
 The trace's own schedule of a job is the baseline (no mitigation): every task starts and finishes when it
 did. A method's flags (the first flag of each task, raised at one of its checkpoints) drive Nurd's two
@@ -37,10 +40,13 @@ Outcome(jct_base_s=100.0, jct_s=60.0, relaunches=1, successes=1, unserved=0, was
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable, Mapping
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from streams.core.detection_metrics import Span
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
 
 
@@ -180,3 +186,133 @@ def simulate(
         unserved=len({task_id for _, task_id in flagged} - relaunched.keys()),
         wasted_s=wasted,
     )
+
+
+# --- DSB's blacklisting in the loop -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """One successful task as the trace ran it: its node, start and duration (seconds)."""
+
+    node_id: str
+    start_s: float
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class AvoidOutcome:
+    """One job replayed with a scheduler that honours the blacklist (``avoid_blacklist``)."""
+
+    tasks: int
+    moved: int  # landed on a listed node and were placed elsewhere
+    unmovable: int  # landed on a listed node, but the job had no task on other nodes to draw a duration from
+    jct_base_s: float
+    jct_s: float
+    moved_s_before: float  # summed durations of the moved tasks as the trace ran them
+    moved_s_after: float  # and as drawn
+
+    @property
+    def reduction(self) -> float:
+        return 1.0 - self.jct_s / self.jct_base_s if self.jct_base_s > 0 else 0.0
+
+
+Spans = Mapping[str, Sequence[tuple[float, float]]]  # node -> [listed from, listed until) in seconds
+
+
+def spans_in_seconds(spans: Iterable[Span]) -> dict[str, list[tuple[float, float]]]:
+    """Blacklist stays (``DetectionScore.spans()``) as node -> [(from, until)] seconds; open stays never end."""
+    result: dict[str, list[tuple[float, float]]] = {}
+    for span in spans:
+        end = math.inf if span.end_us is None else span.end_us / 1e6
+        result.setdefault(span.node_id, []).append((span.start_us / 1e6, end))
+    return result
+
+
+def listed(spans: Spans, node_id: str, at_s: float) -> bool:
+    """Whether ``node_id`` was on the blacklist at ``at_s``."""
+    return any(begin <= at_s < end for begin, end in spans.get(node_id, ()))
+
+
+def avoid_blacklist(
+    placements: Sequence[Placement], spans: Spans, draw: Callable[[Sequence[float]], float]
+) -> AvoidOutcome:
+    """One job with DSB's blacklisting in the loop (SPEC 7): no new task on a blacklisted node.
+
+    A task that started on a node while it was listed is placed elsewhere at the same moment and takes a
+    duration drawn (``draw(pool)``) from the job's non-straggler durations (below its p90, as SPEC 4 defines
+    stragglers) of tasks that did not start on a listed node. Open loop: the blacklist is the one the trace
+    produced, capacity elsewhere is assumed free, and the moved tasks' new durations do not feed back into
+    the statistics. Draws are made in start order, so a seeded ``draw`` is reproducible.
+
+    >>> job = [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 12.0), Placement("bad", 5.0, 50.0)]
+    >>> avoid_blacklist(job, {"bad": [(1.0, math.inf)]}, draw=lambda pool: max(pool))
+    AvoidOutcome(tasks=3, moved=1, unmovable=0, jct_base_s=55.0, jct_s=17.0, moved_s_before=50.0, moved_s_after=12.0)
+    """
+    if not placements:
+        return AvoidOutcome(0, 0, 0, 0.0, 0.0, 0.0, 0.0)
+    durations = sorted(p.duration_s for p in placements)
+    tau = durations[int(0.9 * len(durations))]
+    landed = [listed(spans, p.node_id, p.start_s) for p in placements]
+    pool = sorted(p.duration_s for p, on in zip(placements, landed, strict=True) if not on and p.duration_s < tau)
+    origin = min(p.start_s for p in placements)
+    base_end = max(p.start_s + p.duration_s for p in placements)
+    end = -math.inf
+    moved = unmovable = 0
+    before = after = 0.0
+    for p, on in sorted(zip(placements, landed, strict=True), key=lambda item: (item[0].start_s, item[0].node_id)):
+        duration = p.duration_s
+        if on and pool:
+            moved += 1
+            before += duration
+            duration = draw(pool)
+            after += duration
+        elif on:
+            unmovable += 1
+        end = max(end, p.start_s + duration)
+    return AvoidOutcome(len(placements), moved, unmovable, base_end - origin, end - origin, before, after)
+
+
+@dataclass(frozen=True, slots=True)
+class AvoidSummary:
+    """``avoid_blacklist`` over every job of a run, averaged over seeded draws."""
+
+    jobs: int
+    affected_jobs: int  # jobs with at least one task moved
+    moved: int
+    unmovable: int
+    moved_mean_s_before: float | None
+    moved_mean_s_after: float | None  # mean over the draws
+    mean_reduction: float | None  # mean JCT cut of the affected jobs
+    repeats: int
+
+
+def avoidance(jobs: Mapping[str, Sequence[Placement]], spans: Spans, repeats: int = 5, seed: int = 0) -> AvoidSummary:
+    """Every job through ``avoid_blacklist`` ``repeats`` times with draws seeded by (seed, job, repeat).
+
+    >>> jobs = {"j": [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 10.0), Placement("bad", 5.0, 50.0)]}
+    >>> s = avoidance(jobs, {"bad": [(1.0, math.inf)]})
+    >>> (s.affected_jobs, s.moved, s.moved_mean_s_before, s.moved_mean_s_after, round(s.mean_reduction, 3))
+    (1, 1, 50.0, 10.0, 0.727)
+    """
+    affected = moved = unmovable = 0
+    before = after = 0.0
+    reductions = []
+    for job_id in sorted(jobs):
+        outcomes = []
+        for r in range(repeats):
+            # a string seed is hashed with SHA-512: the same draws on every run and machine
+            outcomes.append(avoid_blacklist(jobs[job_id], spans, random.Random(f"{seed}/{job_id}/{r}").choice))
+        first = outcomes[0]
+        unmovable += first.unmovable
+        if first.moved:
+            affected += 1
+            moved += first.moved
+            before += first.moved_s_before
+            after += sum(o.moved_s_after for o in outcomes) / repeats
+            reductions.append(sum(o.reduction for o in outcomes) / repeats)
+    return AvoidSummary(
+        jobs=len(jobs), affected_jobs=affected, moved=moved, unmovable=unmovable,
+        moved_mean_s_before=before / moved if moved else None, moved_mean_s_after=after / moved if moved else None,
+        mean_reduction=sum(reductions) / len(reductions) if reductions else None, repeats=repeats,
+    )  # fmt: skip

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streams.core.detection_metrics import Span
 from streams.core.events import JobStart, Status, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
-from streams.core.simulation import TaskTimeline, first_flags, perfect_flags, simulate, timelines
+from streams.core.simulation import (
+    Placement,
+    TaskTimeline,
+    avoid_blacklist,
+    avoidance,
+    first_flags,
+    listed,
+    perfect_flags,
+    simulate,
+    spans_in_seconds,
+    timelines,
+)
 
 S = 1_000_000
 
@@ -128,3 +141,52 @@ def test_timelines_and_flags_come_from_the_events_a_replayer_emits() -> None:
     flag = StragglerPrediction("j", "t2", 0, "n2", 30 * S, 29 * S, 1.0, 1.0, 1.0, 1.0, "nurd")
     later = StragglerPrediction("j", "t2", 0, "n2", 35 * S, 34 * S, 1.0, 1.0, 1.0, 1.0, "nurd")
     assert first_flags([flag, later]) == {"t2": 30.0}
+
+
+# --- DSB's blacklisting in the loop -----------------------------------------------------------------------
+
+
+def blacklist_job() -> list[Placement]:
+    """Ten 10-s tasks on good nodes, and three tasks on node 'bad' (listed from t=100 s)."""
+    good = [Placement(f"n{i}", float(i), 10.0) for i in range(10)]
+    return [*good, Placement("bad", 50.0, 40.0), Placement("bad", 120.0, 40.0), Placement("bad", 130.0, 40.0)]
+
+
+def test_only_tasks_that_start_while_their_node_is_listed_move() -> None:
+    out = avoid_blacklist(blacklist_job(), {"bad": [(100.0, math.inf)]}, draw=lambda pool: pool[0])
+    assert (out.moved, out.unmovable) == (2, 0)  # the task that started at 50 s ran before the listing
+    assert out.moved_s_before == 80.0 and out.moved_s_after == 20.0
+    assert out.jct_base_s == 170.0 and out.jct_s == 140.0  # last end 130 + 10 instead of 130 + 40
+
+
+def test_a_node_taken_off_the_list_receives_tasks_again() -> None:
+    out = avoid_blacklist(blacklist_job(), {"bad": [(100.0, 125.0)]}, draw=lambda pool: pool[0])
+    assert out.moved == 1 and out.jct_s == out.jct_base_s  # the task at 130 s stays on 'bad' and ends last
+
+
+def test_a_job_with_no_task_elsewhere_cannot_move() -> None:
+    job = [Placement("bad", 10.0, 5.0), Placement("bad", 20.0, 5.0)]
+    out = avoid_blacklist(job, {"bad": [(0.0, math.inf)]}, draw=lambda pool: pool[0])
+    assert (out.moved, out.unmovable, out.reduction) == (0, 2, 0.0)
+
+
+def test_draws_come_from_non_stragglers_on_other_nodes() -> None:
+    pools = []
+    job = [*blacklist_job(), Placement("n0", 0.0, 500.0)]  # a straggler (>= p90) on a good node
+    avoid_blacklist(job, {"bad": [(100.0, math.inf)]}, draw=lambda pool: pools.append(list(pool)) or pool[0])
+    assert pools and all(pool == [10.0] * 10 for pool in pools)
+
+
+def test_avoidance_summary_counts_affected_jobs_and_is_reproducible() -> None:
+    jobs = {"hit": blacklist_job(), "clean": [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 12.0)]}
+    spans = {"bad": [(100.0, math.inf)]}
+    summary = avoidance(jobs, spans, repeats=3, seed=1)
+    assert (summary.jobs, summary.affected_jobs, summary.moved) == (2, 1, 2)
+    assert summary.mean_reduction == pytest.approx(1 - 140.0 / 170.0)
+    assert avoidance(jobs, spans, repeats=3, seed=1) == summary
+
+
+def test_spans_in_seconds_leave_open_stays_open() -> None:
+    spans = [Span("a", 1_000_000, None), Span("b", 2_000_000, 3_000_000)]
+    assert spans_in_seconds(spans) == {"a": [(1.0, math.inf)], "b": [(2.0, 3.0)]}
+    assert listed(spans_in_seconds(spans), "b", 2.5) and not listed(spans_in_seconds(spans), "b", 3.0)
