@@ -24,7 +24,7 @@ from laggard.commands.eval import load_jobs, parse_methods
 from laggard.commands.options import settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.evaluation import drive, job_truth
-from streams.core.events import Event
+from streams.core.events import Event, TaskCheckpoint
 from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method
 from streams.core.simulation import Mode, Outcome, TaskTimeline, first_flags, perfect_flags, simulate, timelines
 
@@ -217,7 +217,8 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) ->
 @click.command(
     "simulate",
     help="Replay each job with a scheduler that relaunches flagged tasks, and measure the job completion "
-    "time saved (SPEC 7, Nurd's Algorithms 2 and 3).\n\n"
+    "time saved (SPEC 7, Nurd's Algorithms 2 and 3). The other scheduler of SPEC 7, one that honours the "
+    "blacklist, is simulated by laggard run and laggard demo.\n\n"
     "Example: laggard simulate --trace google2011-usage:../shared/traces/google2011-nurd-timeseries "
     "--methods nurd,supervised,spark --spares unlimited,0 --plot jct.png",
 )
@@ -268,6 +269,11 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
     )
     err = Console(stderr=True)
     jobs, trace = load_jobs(spec, err)
+    if not any(isinstance(e, TaskCheckpoint) for events in jobs.values() for e in events):
+        raise UserError(
+            f"{spec} has no task checkpoints, so no method can flag a running task: use a trace with usage "
+            "series (google2011-usage:DIR). What honouring the blacklist would save is in laggard run's report."
+        )
     rows: list[dict[str, Any]] = []
     for job_id, events in jobs.items():
         job_rows = simulate_job(

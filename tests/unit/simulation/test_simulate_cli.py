@@ -77,3 +77,9 @@ def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) ->
     result = run("--trace", spec, *args)
     assert result.exit_code != 0
     assert message in result.output and "Traceback" not in result.output
+
+
+def test_a_trace_without_checkpoints_is_refused_with_the_reason() -> None:
+    result = run("--trace", "synthetic:nodes=10,slow=1,jobs=20")
+    assert result.exit_code != 0
+    assert "has no task checkpoints" in result.output and "laggard run" in result.output
