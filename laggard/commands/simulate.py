@@ -41,7 +41,7 @@ MODEL = (
     "the copy takes a duration drawn from the "
     "job's non-straggler durations (below the oracle p90 tau); unlimited = Algorithm 2 (relaunch at the flag), "
     "K = Algorithm 3 (K spare machines plus those the job's finished tasks release; a task that finds none "
-    "asks again at its next checkpoint; a terminated task's machine is not reused)"
+    "asks again at its next checkpoint; a relaunched task's original machine never returns to the pool)"
 )
 
 
@@ -54,7 +54,7 @@ def parse_spares(text: str) -> list[int | None]:
             continue
         if item == "unlimited":
             value: int | None = None
-        elif item.isdigit():
+        elif item.isascii() and item.isdigit():
             value = int(item)
         else:
             raise UserError(f"--spares takes 'unlimited' or a count of machines, not {raw.strip()!r}")
@@ -84,8 +84,10 @@ def simulate_job(
     truth = job_truth(events, options.initial_fraction)
     tasks = timelines(events)
     pool = sorted(d for d in truth.durations_s.values() if d < truth.tau_s)
-    if len(tasks) < 2 or not pool:
+    if len(tasks) < 2:
         return None
+    if not pool:  # every task at or above the p90: all alike, nothing is a straggler
+        return []
     flags: dict[str, dict[str, float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
@@ -171,7 +173,9 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
             cells = []
             for key in settings:
                 r = next(r for r in mine if r["method"] == name and str(r["spares"]) == key)
-                cells += [_pct(r["reduction"]), f"{r['relaunches']:.1f}", _pct(r["success_rate"])]
+                asked = r["relaunches"] + r["unserved"]
+                relaunches = f"{r['relaunches']:.1f}" + (f" of {asked:.1f}" if r["unserved"] else "")
+                cells += [_pct(r["reduction"]), relaunches, _pct(r["success_rate"])]
             table.add_row(name, *cells)
         out.print(table)
     table = Table(title="mean over jobs", title_justify="left")
@@ -190,7 +194,8 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
     out.print(table)
     out.print(
         "'JCT cut' = 1 - job completion time with mitigation / without (negative: the job ended later); "
-        f"'relaunches' per job (mean over draws); 'success' = relaunched copies that finished before the "
+        "'relaunches' per job (mean over draws; 'x of y': y flagged tasks asked, x found a machine); "
+        "'success' = relaunched copies that finished before the "
         "original would have; 'wasted' = machine hours per job spent on attempts that did not produce the "
         f"result (terminated originals, lost races). {PERFECT_NOTE}.",
         markup=False,
@@ -257,7 +262,7 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) ->
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of the mean JCT cut")
 def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, threshold: str, mode: Mode,
               alpha: float | None, as_json: bool, plot: str | None) -> None:  # fmt: skip
-    names = [n for n in parse_methods(methods) if n != PERFECT]
+    names = parse_methods(",".join(n for n in methods.split(",") if n.strip() != PERFECT))
     spares_settings = parse_spares(spares)
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")
@@ -281,6 +286,9 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
         )
         if job_rows is None:
             err.print(f"job {job_id}: fewer than 2 finished tasks, skipped")
+            continue
+        if not job_rows:
+            err.print(f"job {job_id}: every task at its job's p90 (no non-straggler to draw from), skipped")
             continue
         rows += job_rows
         best = max((r for r in job_rows if r["method"] != PERFECT), key=lambda r: r["reduction"], default=None)

@@ -18,7 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from streams.core.detection_metrics import DetectionScore
 from streams.core.events import BlacklistDelta
 from streams.core.lift import ForwardLift
-from streams.core.simulation import AvoidSummary, avoidance
+from streams.core.simulation import AvoidSummary, Spans, compare_avoidance
 from streams.local import LocalPipeline
 
 US_PER_S = 1_000_000
@@ -43,13 +43,12 @@ class RunOutcome:
         """What honouring the blacklist would have done to the jobs (``simulation.avoidance``), and the same
         for the true slow nodes listed from the fault onset when the trace knows them (a yardstick)."""
         if self._avoidance is None:
-            jobs = self.lift.placements()
-            found = avoidance(jobs, self.lift.spans_s())
-            truth = None
+            lists: dict[str, Spans] = {"found": self.lift.spans_s()}
             if self.detection is not None and self.detection.slow_nodes:
                 onset = self.detection.onset_us / US_PER_S
-                truth = avoidance(jobs, {node: [(onset, math.inf)] for node in self.detection.slow_nodes})
-            self._avoidance = (found, truth)
+                lists["truth"] = {node: [(onset, math.inf)] for node in self.detection.slow_nodes}
+            compared = compare_avoidance(self.lift.placements(), lists)  # both over the same jobs
+            self._avoidance = (compared["found"], compared.get("truth"))
         return self._avoidance
 
 

@@ -11,11 +11,14 @@ schedulers:
   a new machine at the flag.
 * Algorithm 3 (``spares=k``: fewer machines than tasks): a relaunch needs a free machine: ``k`` spare
   machines at the job's start, and each machine a task of the job releases when it finishes (an original
-  or a relaunched copy). The machine of a flagged task's original is not reused for relaunches: it is the
-  one suspected of being slow. A flagged task that finds no free machine keeps running and asks again at each
-  of its later checkpoints, as Algorithm 3 does.
+  or a relaunched copy), unless a task the trace started later takes it first (the trace reused it; when
+  none is free, the trace brought that machine itself). The machine of a relaunched task's original is
+  never returned to the pool: it is the one suspected of being slow. A flagged task that finds no free
+  machine keeps running and asks again at each of its later checkpoints, as Algorithm 3 does; the one
+  that has waited longest asks first.
 
-A relaunched copy takes a duration drawn from the job's non-straggler durations (``draw``; SPEC 7). In
+A relaunched copy takes a duration drawn from the job's non-straggler durations (``draw``; SPEC 7). That
+favours relaunching (a copy never straggles), so the gains below are upper bounds for the flags given. In
 ``relaunch`` mode (Nurd's algorithms) it replaces the original: when the draw is longer than what the
 original still needed, the speculation failed and the task ends later than it would have. In ``speculate``
 mode (what Hadoop, Spark and Hawkeye do) the original keeps running and the first of the two to finish
@@ -42,7 +45,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -121,7 +124,8 @@ def perfect_flags(
 
 
 Mode = Literal["relaunch", "speculate"]
-_FREE, _TRY = 0, 1  # at equal times machines are released before they are asked for
+# At equal times machines are released, then taken by the trace's own starts, then asked for by relaunches.
+_FREE, _TAKE, _TRY = 0, 1, 2
 
 
 def simulate(
@@ -146,31 +150,38 @@ def simulate(
         ends[task_id] = copy_end if mode == "relaunch" else min(copy_end, tasks[task_id].finish_s)
         return ends[task_id]
 
+    # a flag counts while its task runs (flags come from checkpoints; one outside that span is ignored)
     flagged = sorted(
-        (at, task_id) for task_id, at in flags.items() if task_id in tasks and at < tasks[task_id].finish_s
+        (at, task_id)
+        for task_id, at in flags.items()
+        if task_id in tasks and tasks[task_id].start_s <= at < tasks[task_id].finish_s
     )
     if spares is None:
         for at, task_id in flagged:
             relaunch(task_id, at)
     else:
         free = spares
-        # (time, kind, task, whether the event is a relaunched copy's)
-        queue: list[tuple[float, int, str, bool]] = [
-            (t.finish_s, _FREE, task_id, False) for task_id, t in tasks.items()
+        # (time, kind, first flag time: who waited longest asks first, task, whether it is a copy's event)
+        queue: list[tuple[float, int, float, str, bool]] = [
+            (t.finish_s, _FREE, 0.0, task_id, False) for task_id, t in tasks.items()
         ]
+        # a task the trace started after the job began takes a released machine first (the trace reused it)
+        queue.extend((t.start_s, _TAKE, 0.0, task_id, False) for task_id, t in tasks.items() if t.start_s > origin)
         for at, task_id in flagged:
-            queue.append((at, _TRY, task_id, False))
             finish = tasks[task_id].finish_s
-            queue.extend((c, _TRY, task_id, False) for c in tasks[task_id].checkpoints_s if at < c < finish)
+            asks = (at, *(c for c in tasks[task_id].checkpoints_s if at < c < finish))
+            queue.extend((c, _TRY, at, task_id, False) for c in asks)
         heapq.heapify(queue)
         while queue:
-            at, kind, task_id, copy = heapq.heappop(queue)
+            at, kind, _, task_id, copy = heapq.heappop(queue)
             if kind == _FREE:
-                # a copy's machine returns when it ends; an original's only if it was never flagged and relaunched
+                # a copy's machine returns when it ends; an original's only if it was never relaunched
                 free += copy or task_id not in relaunched
+            elif kind == _TAKE:
+                free = max(0, free - 1)  # none released: the trace brought the machine itself
             elif task_id not in relaunched and free > 0:
                 free -= 1
-                heapq.heappush(queue, (relaunch(task_id, at), _FREE, task_id, True))
+                heapq.heappush(queue, (relaunch(task_id, at), _FREE, 0.0, task_id, True))
     successes = sum(ends[task_id] < tasks[task_id].finish_s for task_id in relaunched)
     if mode == "relaunch":  # the terminated originals
         wasted = sum(at - tasks[task_id].start_s for task_id, at in relaunched.items())
@@ -240,8 +251,10 @@ def avoid_blacklist(
     """One job with DSB's blacklisting in the loop (SPEC 7): no new task on a blacklisted node.
 
     A task that started on a node while it was listed is placed elsewhere at the same moment and takes a
-    duration drawn (``draw(pool)``) from the job's non-straggler durations (below its p90, as SPEC 4 defines
-    stragglers) of tasks that did not start on a listed node. Open loop: the blacklist is the one the trace
+    duration drawn (``draw(pool)``) from the durations of the job's tasks that did not start on a listed
+    node, stragglers included: a task placed on a healthy node can straggle too. (Drawing from the
+    non-stragglers only, as SPEC 7 says for relaunched copies, credits any list, even a useless one: listing
+    healthy nodes of a healthy cluster then "saved" 1.5 %.) Open loop: the blacklist is the one the trace
     produced, capacity elsewhere is assumed free, and the moved tasks' new durations do not feed back into
     the statistics. Draws are made in start order, so a seeded ``draw`` is reproducible.
 
@@ -249,12 +262,25 @@ def avoid_blacklist(
     >>> avoid_blacklist(job, {"bad": [(1.0, math.inf)]}, draw=lambda pool: max(pool))
     AvoidOutcome(tasks=3, moved=1, unmovable=0, jct_base_s=55.0, jct_s=17.0, moved_s_before=50.0, moved_s_after=12.0)
     """
+    return _redraw(placements, [listed(spans, p.node_id, p.start_s) for p in placements], draw)
+
+
+def random_moves(placements: Sequence[Placement], count: int, rng: random.Random) -> AvoidOutcome:
+    """The null baseline of ``avoid_blacklist``: ``count`` tasks of the job picked at random, redrawn alike.
+
+    A redraw from the job's own other tasks can never exceed their longest, so it shortens a job's
+    completion (a maximum) a little whatever was moved: a list is worth what it saves beyond this.
+    """
+    picked = set(rng.sample(range(len(placements)), min(count, len(placements))))
+    return _redraw(placements, [i in picked for i in range(len(placements))], rng.choice)
+
+
+def _redraw(
+    placements: Sequence[Placement], landed: Sequence[bool], draw: Callable[[Sequence[float]], float]
+) -> AvoidOutcome:
     if not placements:
         return AvoidOutcome(0, 0, 0, 0.0, 0.0, 0.0, 0.0)
-    durations = sorted(p.duration_s for p in placements)
-    tau = durations[int(0.9 * len(durations))]
-    landed = [listed(spans, p.node_id, p.start_s) for p in placements]
-    pool = sorted(p.duration_s for p, on in zip(placements, landed, strict=True) if not on and p.duration_s < tau)
+    pool = sorted(p.duration_s for p, on in zip(placements, landed, strict=True) if not on)
     origin = min(p.start_s for p in placements)
     base_end = max(p.start_s + p.duration_s for p in placements)
     end = -math.inf
@@ -274,45 +300,84 @@ def avoid_blacklist(
 
 
 @dataclass(frozen=True, slots=True)
+class AvoidJob:
+    """One job through ``avoid_blacklist``, averaged over seeded draws."""
+
+    moved: int
+    unmovable: int
+    moved_s_before: float
+    moved_s_after: float  # mean over the draws
+    reduction: float  # mean over the draws; 0 when nothing moved
+    baseline: float  # the same for as many tasks of the job moved at random (``random_moves``)
+
+
+@dataclass(frozen=True, slots=True)
 class AvoidSummary:
-    """``avoid_blacklist`` over every job of a run, averaged over seeded draws."""
+    """``avoid_blacklist`` over the jobs of a run; ``mean_reduction`` is over ``over_jobs`` jobs (those any
+    compared list touched, 0 for a job this one left alone), so two lists are compared on the same jobs."""
 
     jobs: int
     affected_jobs: int  # jobs with at least one task moved
     moved: int
     unmovable: int
     moved_mean_s_before: float | None
-    moved_mean_s_after: float | None  # mean over the draws
-    mean_reduction: float | None  # mean JCT cut of the affected jobs
+    moved_mean_s_after: float | None
+    mean_reduction: float | None
+    mean_baseline: float | None  # as many random tasks of the same jobs moved instead
+    over_jobs: int
     repeats: int
 
 
-def avoidance(jobs: Mapping[str, Sequence[Placement]], spans: Spans, repeats: int = 5, seed: int = 0) -> AvoidSummary:
-    """Every job through ``avoid_blacklist`` ``repeats`` times with draws seeded by (seed, job, repeat).
-
-    >>> jobs = {"j": [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 10.0), Placement("bad", 5.0, 50.0)]}
-    >>> s = avoidance(jobs, {"bad": [(1.0, math.inf)]})
-    >>> (s.affected_jobs, s.moved, s.moved_mean_s_before, s.moved_mean_s_after, round(s.mean_reduction, 3))
-    (1, 1, 50.0, 10.0, 0.727)
-    """
-    affected = moved = unmovable = 0
-    before = after = 0.0
-    reductions = []
-    for job_id in sorted(jobs):
-        outcomes = []
-        for r in range(repeats):
-            # a string seed is hashed with SHA-512: the same draws on every run and machine
-            outcomes.append(avoid_blacklist(jobs[job_id], spans, random.Random(f"{seed}/{job_id}/{r}").choice))
+def avoidance_by_job(
+    jobs: Mapping[str, Sequence[Placement]], spans: Spans, repeats: int = 5, seed: int = 0
+) -> dict[str, AvoidJob]:
+    """Every job through ``avoid_blacklist`` ``repeats`` times with draws seeded by (seed, job, repeat)."""
+    result = {}
+    for job_id, placements in jobs.items():
+        # a string seed is hashed with SHA-512: the same draws on every run and machine
+        outcomes = [
+            avoid_blacklist(placements, spans, random.Random(f"{seed}/{job_id}/{r}").choice) for r in range(repeats)
+        ]
         first = outcomes[0]
-        unmovable += first.unmovable
-        if first.moved:
-            affected += 1
-            moved += first.moved
-            before += first.moved_s_before
-            after += sum(o.moved_s_after for o in outcomes) / repeats
-            reductions.append(sum(o.reduction for o in outcomes) / repeats)
+        baseline = [
+            random_moves(placements, first.moved, random.Random(f"{seed}/{job_id}/{r}/random")).reduction
+            for r in range(repeats)
+        ] if first.moved else [0.0]  # fmt: skip
+        result[job_id] = AvoidJob(
+            moved=first.moved, unmovable=first.unmovable, moved_s_before=first.moved_s_before,
+            moved_s_after=sum(o.moved_s_after for o in outcomes) / repeats,
+            reduction=sum(o.reduction for o in outcomes) / repeats, baseline=sum(baseline) / len(baseline),
+        )  # fmt: skip
+    return result
+
+
+def summarise_avoidance(per_job: Mapping[str, AvoidJob], over: Collection[str], repeats: int) -> AvoidSummary:
+    """Totals of ``per_job`` and its mean JCT cut over the jobs ``over``."""
+    hit = [j for j in per_job.values() if j.moved]
+    moved = sum(j.moved for j in hit)
     return AvoidSummary(
-        jobs=len(jobs), affected_jobs=affected, moved=moved, unmovable=unmovable,
-        moved_mean_s_before=before / moved if moved else None, moved_mean_s_after=after / moved if moved else None,
-        mean_reduction=sum(reductions) / len(reductions) if reductions else None, repeats=repeats,
+        jobs=len(per_job), affected_jobs=len(hit), moved=moved, unmovable=sum(j.unmovable for j in per_job.values()),
+        moved_mean_s_before=sum(j.moved_s_before for j in hit) / moved if moved else None,
+        moved_mean_s_after=sum(j.moved_s_after for j in hit) / moved if moved else None,
+        mean_reduction=sum(per_job[j].reduction for j in over) / len(over) if over else None,
+        mean_baseline=sum(per_job[j].baseline for j in over) / len(over) if over else None,
+        over_jobs=len(over), repeats=repeats,
     )  # fmt: skip
+
+
+def compare_avoidance(
+    jobs: Mapping[str, Sequence[Placement]], lists: Mapping[str, Spans], repeats: int = 5, seed: int = 0
+) -> dict[str, AvoidSummary]:
+    """Each named blacklist (``lists``: name -> spans) through ``avoidance_by_job``, summarised over the same
+    jobs: those at least one of the lists touched.
+
+    >>> jobs = {"a": [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 10.0), Placement("bad", 5.0, 50.0)],
+    ...         "b": [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 10.0), Placement("meh", 5.0, 20.0)]}
+    >>> both = compare_avoidance(jobs, {"found": {"bad": [(1.0, math.inf)]},
+    ...                                 "truth": {"bad": [(1.0, math.inf)], "meh": [(1.0, math.inf)]}})
+    >>> [(name, s.affected_jobs, s.over_jobs, round(s.mean_reduction, 3)) for name, s in both.items()]
+    [('found', 1, 2, 0.364), ('truth', 2, 2, 0.564)]
+    """
+    per_list = {name: avoidance_by_job(jobs, spans, repeats, seed) for name, spans in lists.items()}
+    touched = sorted({job for per_job in per_list.values() for job, j in per_job.items() if j.moved})
+    return {name: summarise_avoidance(per_job, touched, repeats) for name, per_job in per_list.items()}

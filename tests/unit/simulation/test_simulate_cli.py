@@ -59,16 +59,23 @@ def test_same_seed_same_numbers_other_seed_other_draws(spec: str) -> None:
     assert [r["jct_s"] for r in rows[0]] != [r["jct_s"] for r in rows[2]]
 
 
-def test_text_output_states_the_model(spec: str) -> None:
-    result = run("--trace", spec, "--methods", "spark", "--spares", "2")
+def test_text_output_states_the_model_and_the_flags_left_without_a_machine(spec: str) -> None:
+    result = run("--trace", spec, "--methods", "hadoop,perfect", "--spares", "0", "--repeats", "1")
     assert result.exit_code == 0, result.output
-    assert "Algorithm 2" in result.stdout and "mean over jobs" in result.stdout and "2 spare" in result.stdout
+    assert "Algorithm 2" in result.stdout and "mean over jobs" in result.stdout and "0 spare" in result.stdout
+    document = orjson.loads(run("--trace", spec, "--methods", "hadoop", "--spares", "0", "--repeats", "1",
+                                "--json").stdout)  # fmt: skip
+    hadoop = next(r for r in document["jobs"] if r["method"] == "hadoop")
+    assert hadoop["unserved"] > 0  # hadoop flags more tasks than machines come free
+    asked = hadoop["relaunches"] + hadoop["unserved"]
+    assert f"{hadoop['relaunches']:.1f} of {asked:.1f}" in result.stdout
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--spares", "lots"], "--spares takes 'unlimited' or a count of machines, not 'lots'"),
+        (["--spares", "²"], "not '²'"),
         (["--methods", "nope"], "unknown method 'nope'"),
         (["--plot", "/no/such/dir/x.png"], "its directory does not exist"),
     ],

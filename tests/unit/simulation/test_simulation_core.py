@@ -16,10 +16,12 @@ from streams.core.simulation import (
     Placement,
     TaskTimeline,
     avoid_blacklist,
-    avoidance,
+    avoidance_by_job,
+    compare_avoidance,
     first_flags,
     listed,
     perfect_flags,
+    random_moves,
     simulate,
     spans_in_seconds,
     timelines,
@@ -94,33 +96,71 @@ def test_the_machine_of_a_terminated_task_is_not_reused() -> None:
     assert outcome.wasted_s == 10.0 + 30.0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
-    durations=st.lists(st.integers(1, 200), min_size=2, max_size=12),
-    flag_points=st.lists(st.integers(0, 11), max_size=6),
+    jobs=st.lists(st.tuples(st.integers(0, 50), st.integers(1, 200)), min_size=2, max_size=12),
+    flagged=st.lists(st.tuples(st.integers(0, 11), st.integers(0, 250)), max_size=6),
     draws=st.lists(st.integers(1, 200), min_size=1, max_size=5),
     spares=st.one_of(st.none(), st.integers(0, 3)),
 )
-def test_speculation_is_never_later_than_the_trace_and_counts_add_up(durations, flag_points, draws, spares) -> None:
+def test_any_schedule_counts_add_up_and_speculation_never_ends_a_job_later(jobs, flagged, draws, spares) -> None:
+    """Random waves of tasks (start, duration), flags at random times, both modes, any spares."""
     tasks = {
-        str(i): TaskTimeline(0.0, float(d), tuple(float(t) for t in range(1, d + 1, max(1, d // 4))))
-        for i, d in enumerate(durations)
+        str(i): TaskTimeline(float(s), float(s + d), tuple(float(s + t) for t in range(1, d + 1, max(1, d // 4))))
+        for i, (s, d) in enumerate(jobs)
     }
-    flags = {str(i): 1.0 for i in flag_points if i < len(durations)}
-    cycle = itertools.cycle(float(d) for d in draws)
-    spec = simulate(tasks, flags, lambda: next(cycle), spares, mode="speculate")
-    assert spec.jct_s <= spec.jct_base_s
-    assert spec.relaunches + spec.unserved == len({t for t in flags if tasks[t].finish_s > 1.0})
-    assert 0 <= spec.successes <= spec.relaunches and spec.wasted_s >= 0
+    flags = {str(i): float(at) for i, at in flagged if i < len(jobs)}
+    asked = {t for t, at in flags.items() if tasks[t].start_s <= at < tasks[t].finish_s}
+    outcomes = {}
+    for mode in ("relaunch", "speculate"):
+        cycle = itertools.cycle(float(d) for d in draws)
+        out = simulate(tasks, flags, lambda cycle=cycle: next(cycle), spares, mode=mode)
+        assert out.relaunches + out.unserved == len(asked)
+        assert 0 <= out.successes <= out.relaunches and out.wasted_s >= 0
+        if spares is None:
+            assert out.unserved == 0
+        outcomes[mode] = out
+    assert outcomes["speculate"].jct_s <= outcomes["speculate"].jct_base_s
+    if spares is None:  # same relaunches, same draws: keeping the original can only help
+        assert outcomes["speculate"].jct_s <= outcomes["relaunch"].jct_s
 
 
-def test_seeded_draws_reproduce_the_same_outcome() -> None:
+def test_draws_are_made_in_time_order_so_a_seeded_draw_is_reproducible() -> None:
+    """Two flags given out of order: the earlier relaunch takes the first draw."""
+    tasks = {"early": TaskTimeline(0.0, 100.0, (10.0, 100.0)), "late": TaskTimeline(0.0, 100.0, (50.0, 100.0))}
+    draws = iter([1.0, 2.0])
+    outcome = simulate(tasks, {"late": 50.0, "early": 10.0}, lambda: next(draws), spares=None)
+    assert outcome.jct_s == 52.0  # early: 10 + 1, late: 50 + 2
     pool = [5.0, 10.0, 40.0]
     runs = []
     for _ in range(2):
         rng = random.Random("0/job/1")
         runs.append(simulate(job(), {"slow": 20.0, "a": 5.0}, lambda rng=rng: rng.choice(pool), spares=0))
     assert runs[0] == runs[1]
+
+
+def test_tasks_the_trace_started_later_take_released_machines_first() -> None:
+    """a (0-10) releases its machine at 10 and the trace starts c on it; with no spare, flagged b must wait
+    for c's machine (20) and relaunch at its next checkpoint, 25, not at 15 on a machine c is using."""
+    tasks = {
+        "a": TaskTimeline(0.0, 10.0, (10.0,)),
+        "c": TaskTimeline(10.0, 20.0, (20.0,)),
+        "b": TaskTimeline(0.0, 100.0, (5.0, 15.0, 25.0, 100.0)),
+    }
+    assert simulate(tasks, {"b": 5.0}, constant(10.0), spares=0).jct_s == 35.0
+    assert simulate(tasks, {"b": 5.0}, constant(10.0), spares=1).jct_s == 20.0  # b at once, ends 15; c ends 20
+
+
+def test_the_task_that_waited_longest_gets_the_next_machine() -> None:
+    tasks = {
+        "short": TaskTimeline(0.0, 15.0, (15.0,)),
+        "9": TaskTimeline(0.0, 100.0, (5.0, 20.0, 100.0)),
+        "10": TaskTimeline(10.0, 100.0, (20.0, 100.0)),
+    }
+    outcome = simulate(tasks, {"9": 5.0, "10": 20.0}, constant(10.0), spares=0)
+    # one machine comes free at 15; at 20 both ask: "9" has waited since 5, "10" only just flagged
+    assert outcome.relaunches == 1 and outcome.unserved == 1
+    assert outcome.wasted_s == 20.0  # "9" terminated after 20 s of work ("10" would have thrown away 10 s)
 
 
 def test_timelines_and_flags_come_from_the_events_a_replayer_emits() -> None:
@@ -170,20 +210,32 @@ def test_a_job_with_no_task_elsewhere_cannot_move() -> None:
     assert (out.moved, out.unmovable, out.reduction) == (0, 2, 0.0)
 
 
-def test_draws_come_from_non_stragglers_on_other_nodes() -> None:
+def test_draws_come_from_the_jobs_tasks_on_unlisted_nodes_stragglers_included() -> None:
     pools = []
     job = [*blacklist_job(), Placement("n0", 0.0, 500.0)]  # a straggler (>= p90) on a good node
     avoid_blacklist(job, {"bad": [(100.0, math.inf)]}, draw=lambda pool: pools.append(list(pool)) or pool[0])
-    assert pools and all(pool == [10.0] * 10 for pool in pools)
+    # the task on 'bad' that started before the listing is in the pool; the two that landed are not
+    assert pools and all(pool == sorted([10.0] * 10 + [40.0, 500.0]) for pool in pools)
 
 
-def test_avoidance_summary_counts_affected_jobs_and_is_reproducible() -> None:
+def test_random_moves_are_the_null_baseline_a_list_is_judged_against() -> None:
+    job = blacklist_job()
+    out = random_moves(job, 2, random.Random(3))
+    assert out.moved == 2 and out.tasks == len(job)
+    assert random_moves(job, 2, random.Random(3)) == out  # seeded
+
+
+def test_lists_are_compared_over_the_same_jobs_and_beside_random_moves() -> None:
     jobs = {"hit": blacklist_job(), "clean": [Placement("n1", 0.0, 10.0), Placement("n2", 0.0, 12.0)]}
-    spans = {"bad": [(100.0, math.inf)]}
-    summary = avoidance(jobs, spans, repeats=3, seed=1)
-    assert (summary.jobs, summary.affected_jobs, summary.moved) == (2, 1, 2)
-    assert summary.mean_reduction == pytest.approx(1 - 140.0 / 170.0)
-    assert avoidance(jobs, spans, repeats=3, seed=1) == summary
+    found = {"bad": [(100.0, math.inf)]}
+    both = compare_avoidance(jobs, {"found": found, "none": {}}, repeats=3, seed=1)
+    assert (both["found"].jobs, both["found"].affected_jobs, both["found"].moved) == (2, 1, 2)
+    assert both["found"].over_jobs == both["none"].over_jobs == 1  # the one job any list touched
+    assert both["none"].mean_reduction == 0.0 and both["none"].moved == 0
+    per_job = avoidance_by_job(jobs, found, repeats=3, seed=1)
+    assert both["found"].mean_reduction == pytest.approx(per_job["hit"].reduction)
+    assert per_job["clean"].reduction == per_job["clean"].baseline == 0.0
+    assert compare_avoidance(jobs, {"found": found, "none": {}}, repeats=3, seed=1) == both  # reproducible
 
 
 def test_spans_in_seconds_leave_open_stays_open() -> None:
