@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -147,6 +148,27 @@ def _port_open(port: int) -> bool:
         return False
 
 
+def _port_bindable(port: int) -> bool:
+    """Whether the broker could listen on ``port``: a plain bind, as Kafka's acceptor does. A port that only
+    lingers in TIME_WAIT after a recent connection refuses it too, though nothing answers on it."""
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _bind_failure(log_file: Path) -> str | None:
+    """The port named in a 'failed to bind' line of the broker's log, if it stopped for that."""
+    try:
+        text = log_file.read_text(errors="replace")
+    except OSError:
+        return None
+    found = re.findall(r"failed to bind to [^\s:]+:(\d+)", text)
+    return found[-1] if found else None
+
+
 def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
     """True when a client can fetch cluster metadata from ``bootstrap``."""
     from kafka import KafkaAdminClient
@@ -178,6 +200,11 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     for port in (broker.port, broker.controller_port):
         if _port_open(port):
             raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
+        if not _port_bindable(port):
+            raise KafkaLocalError(
+                f"port {port} cannot be bound (held by a recent connection in TIME_WAIT, or by another process); "
+                "choose other ports or retry in a minute"
+            )
     lib = fetch_jars()
     home = broker.home
     (home / "logs").mkdir(parents=True, exist_ok=True)
@@ -207,7 +234,9 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             broker.pid_file.unlink(missing_ok=True)
-            raise KafkaLocalError(f"the broker exited with {process.returncode}; see {broker.log_file}")
+            port = _bind_failure(broker.log_file)
+            why = f": port {port} could not be bound (in use); choose other ports" if port else ""
+            raise KafkaLocalError(f"the broker exited with {process.returncode}{why}; see {broker.log_file}")
         if _port_open(broker.port) and answers_metadata(broker.bootstrap):
             return process.pid, True
         time.sleep(0.5)

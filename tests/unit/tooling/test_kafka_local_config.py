@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
+
+import pytest
 
 from laggard import kafka_local
 
@@ -21,3 +24,28 @@ def test_each_broker_has_its_own_ports_and_data_directory(tmp_path: Path) -> Non
     assert f"log.dirs={tmp_path / 'a' / 'data'}" in text
     assert second.home.name == "kafka-29092" and second.bootstrap == "127.0.0.1:29092"
     assert all("#" not in line.split("=", 1)[1] for line in text.splitlines())  # no trailing comments
+
+
+def test_a_port_that_cannot_be_bound_is_refused_before_the_jvm_starts(tmp_path: Path) -> None:
+    """A socket bound but not listening (as a port lingering in TIME_WAIT behaves): a connect finds nothing
+    there, yet Kafka's acceptor could not bind it. start() says so instead of a JVM dying later."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        broker = kafka_local.Broker(port=kafka_local.free_ports(1)[0], controller_port=port, data_dir=tmp_path)
+        with pytest.raises(kafka_local.KafkaLocalError, match=f"port {port} cannot be bound"):
+            kafka_local.start(broker)
+    assert not (tmp_path / "server.properties").exists()  # refused before anything was written
+
+
+def test_a_broker_that_died_on_a_bind_names_the_port(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-11-21 23:59:00,379] ERROR Unable to start acceptor for ListenerName(CONTROLLER)\n"
+        "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:39334: Address already "
+        "in use.\n"
+    )
+    assert kafka_local._bind_failure(log) == "39334"
+    log.write_text("[2026-11-21] INFO all good\n")
+    assert kafka_local._bind_failure(log) is None
+    assert kafka_local._bind_failure(tmp_path / "missing.log") is None
