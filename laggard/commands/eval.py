@@ -26,7 +26,7 @@ from rich.table import Table
 from laggard.commands.options import settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.evaluation import Metrics, Truth, drive, job_truth, score
-from streams.core.events import Event
+from streams.core.events import Event, TaskCheckpoint
 from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method, uses_threshold
 
 DEFAULT_METHODS = ("nurd", "nurd-nc", "supervised", "nurd-batch", "spark", "hadoop", "hst", "elapsed-tau")
@@ -75,6 +75,15 @@ def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
         raise UserError(f"reading {spec}: {exc}") from None
     err.print(f"read {trace.events} events of {len(jobs)} jobs ({trace.bad_rows} bad rows skipped)")
     return dict(jobs), trace
+
+
+def require_checkpoints(jobs: dict[str, list[Event]], spec: str) -> None:
+    """Methods flag running tasks at their checkpoints: a trace with none would score 0 everywhere."""
+    if not any(isinstance(e, TaskCheckpoint) for events in jobs.values() for e in events):
+        raise UserError(
+            f"{spec} has no task checkpoints, so no method can flag a running task: use a trace with usage "
+            "series (google2011-usage:DIR)"
+        )
 
 
 def _metrics_fields(m: Metrics) -> dict[str, Any]:
@@ -176,7 +185,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, di
     )
 
 
-def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str) -> None:
+def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title: str | None = None) -> None:
     """Grouped bars: F1 per job (groups) and method (bars), oracle tau."""
     from laggard.report.plots import plot_grouped_bars
 
@@ -184,14 +193,14 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str) -> No
     f1 = {(r["job_id"], r["method"]): r["f1"] for r in rows}
     series = {m: [f1.get((job, m), 0.0) for job in jobs] for m in methods if any(r["method"] == m for r in rows)}
     try:
-        plot_grouped_bars(jobs, series, "F1 (oracle p90 threshold)", Path(path), ylim=(0, 1))
+        plot_grouped_bars(jobs, series, "F1 (oracle p90 threshold)", Path(path), ylim=(0, 1), title=title)
     except OSError as exc:
         raise UserError(f"cannot write plot {path}: {exc.strerror or exc}") from None
 
 
 @click.command(
     "eval",
-    help="Evaluate straggler prediction methods on a trace, job by job (SPEC 4 and 7).\n\n"
+    help="Evaluate straggler prediction methods on a trace, job by job.\n\n"
     "Uses the oracle p90 threshold protocol of the Nurd paper and reports an online threshold beside it. "
     "Example: laggard eval --trace google2011-usage:../shared/traces/google2011-nurd-timeseries/"
     "timeseriesspecsixtotal --methods nurd,supervised,spark",
@@ -211,7 +220,7 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str) -> No
 )
 @click.option(
     "--alpha",
-    type=float,
+    type=click.FloatRange(0, 1),
     default=None,
     help="Nurd calibration alpha [default: setting LAGGARD_NURD_ALPHA]; the paper uses 0.5, its code 0",
 )
@@ -241,10 +250,11 @@ def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float 
     jobs, trace = load_jobs(spec, err)
     if not jobs:
         raise UserError(f"no job found in {spec}")
+    require_checkpoints(jobs, spec)
     rows = evaluate_jobs(jobs, names, options, online, err)
     summary = summarise(rows, names)
     if plot:
-        plot_f1(rows, names, plot)
+        plot_f1(rows, names, plot, f"F1 per job and method, alpha {options.alpha:g}: {spec}")
         err.print(f"wrote {plot}")
     if as_json:
         document = {"trace": spec, "protocol": PROTOCOL, "online_threshold": ONLINE, "alpha": options.alpha,

@@ -20,11 +20,11 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.eval import load_jobs, parse_methods
+from laggard.commands.eval import load_jobs, parse_methods, require_checkpoints
 from laggard.commands.options import settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.evaluation import drive, job_truth
-from streams.core.events import Event, TaskCheckpoint
+from streams.core.events import Event
 from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method
 from streams.core.simulation import Mode, Outcome, TaskTimeline, first_flags, perfect_flags, simulate, timelines
 
@@ -152,7 +152,12 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]
 
 
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f} %"
+    return "-" if value is None else f"{100 * value + 0.0:.1f} %"
+
+
+def _count(value: float) -> str:
+    """A count averaged over draws: whole numbers without a decimal point."""
+    return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
 
 
 def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, Any], threshold: str, mode: str) -> None:
@@ -174,7 +179,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
             for key in settings:
                 r = next(r for r in mine if r["method"] == name and str(r["spares"]) == key)
                 asked = r["relaunches"] + r["unserved"]
-                relaunches = f"{r['relaunches']:.1f}" + (f" of {asked:.1f}" if r["unserved"] else "")
+                relaunches = _count(r["relaunches"]) + (f" of {_count(asked)}" if r["unserved"] else "")
                 cells += [_pct(r["reduction"]), relaunches, _pct(r["success_rate"])]
             table.add_row(name, *cells)
         out.print(table)
@@ -202,7 +207,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
     )
 
 
-def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) -> None:
+def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str, title: str) -> None:
     from laggard.report.plots import plot_grouped_bars
 
     methods = list(summary)
@@ -214,7 +219,7 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) ->
         for key in settings
     }
     try:
-        plot_grouped_bars(methods, series, "job completion time cut, mean over jobs (%)", Path(path))
+        plot_grouped_bars(methods, series, "job completion time cut, mean over jobs (%)", Path(path), title=title)
     except OSError as exc:
         raise UserError(f"cannot write plot {path}: {exc.strerror or exc}") from None
 
@@ -222,8 +227,8 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) ->
 @click.command(
     "simulate",
     help="Replay each job with a scheduler that relaunches flagged tasks, and measure the job completion "
-    "time saved (SPEC 7, Nurd's Algorithms 2 and 3). The other scheduler of SPEC 7, one that honours the "
-    "blacklist, is simulated by laggard run and laggard demo.\n\n"
+    "time saved (Nurd's Algorithms 2 and 3). A scheduler that honours the blacklist instead is simulated by "
+    "laggard run and laggard demo.\n\n"
     "Example: laggard simulate --trace google2011-usage:../shared/traces/google2011-nurd-timeseries "
     "--methods nurd,supervised,spark --spares unlimited,0 --plot jct.png",
 )
@@ -257,7 +262,12 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str) ->
     show_default=True,
     help="relaunch: terminate the flagged task (Nurd's Algorithms 2 and 3); speculate: keep it beside the copy",
 )
-@click.option("--alpha", type=float, default=None, help="Nurd calibration alpha [default: setting LAGGARD_NURD_ALPHA]")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1),
+    default=None,
+    help="Nurd calibration alpha in [0, 1] [default: setting LAGGARD_NURD_ALPHA]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout instead of tables")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of the mean JCT cut")
 def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, threshold: str, mode: Mode,
@@ -274,11 +284,10 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
     )
     err = Console(stderr=True)
     jobs, trace = load_jobs(spec, err)
-    if not any(isinstance(e, TaskCheckpoint) for events in jobs.values() for e in events):
-        raise UserError(
-            f"{spec} has no task checkpoints, so no method can flag a running task: use a trace with usage "
-            "series (google2011-usage:DIR). What honouring the blacklist would save is in laggard run's report."
-        )
+    try:
+        require_checkpoints(jobs, spec)
+    except UserError as exc:
+        raise UserError(f"{exc}. What honouring the blacklist would save is in laggard run's report.") from None
     rows: list[dict[str, Any]] = []
     for job_id, events in jobs.items():
         job_rows = simulate_job(
@@ -294,16 +303,18 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
         best = max((r for r in job_rows if r["method"] != PERFECT), key=lambda r: r["reduction"], default=None)
         if best is not None:
             setting = spares_label(None if best["spares"] == "unlimited" else best["spares"])
+            change = "shorter" if best["reduction"] >= 0 else "longer"
             err.print(
-                f"job {job_id}: JCT {best['jct_base_s']:.0f} s without mitigation; best {best['method']} "
-                f"({setting}): {best['jct_s']:.0f} s"
+                f"job {job_id}: JCT {best['jct_base_s']:.0f} s without mitigation; the best method, {best['method']} "
+                f"({setting}), makes it {best['jct_s']:.0f} s ({_pct(abs(best['reduction']))} {change})",
+                soft_wrap=True,
             )
     if not rows:
         raise UserError(f"no job with finished tasks in {spec}")
     summary = summarise(rows)
     threshold_text = "oracle p90 of each job, as laggard eval" if threshold == "oracle" else "online p90 estimate"
     if plot:
-        plot_reductions(summary, plot)
+        plot_reductions(summary, plot, f"{mode} mode, {threshold} threshold, {len(jobs)} job(s) of {spec}")
         err.print(f"wrote {plot}")
     if as_json:
         document = {

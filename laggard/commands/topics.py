@@ -11,7 +11,7 @@ from streams.serde.topics import TOPICS
 
 @click.group()
 def topics() -> None:
-    """Manage laggard's Kafka topics (see SPEC section 2)."""
+    """Manage laggard's Kafka topics (`laggard topics list` shows each and what it carries)."""
 
 
 @topics.command()

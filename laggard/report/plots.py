@@ -205,7 +205,12 @@ def plot_ci_low(
 
 
 def plot_grouped_bars(
-    groups: list[str], series: dict[str, list[float]], ylabel: str, path: Path, ylim: tuple[float, float] | None = None
+    groups: list[str],
+    series: dict[str, list[float]],
+    ylabel: str,
+    path: Path,
+    ylim: tuple[float, float] | None = None,
+    title: str | None = None,
 ) -> None:
     """Bars of ``series`` (name -> one value per group) side by side within each group; the legend sits below
     the axes (inside, it hid the first group's bars)."""
@@ -216,6 +221,8 @@ def plot_grouped_bars(
         axes.bar([g + i * width for g in range(len(groups))], values, width, label=name)
     axes.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups)
     axes.set_ylabel(ylabel)
+    if title:
+        axes.set_title(title, fontsize="medium")
     if ylim is not None:
         axes.set_ylim(*ylim)
     axes.axhline(0.0, color="black", linewidth=0.8)

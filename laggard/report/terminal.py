@@ -95,6 +95,11 @@ def print_lift(result: LiftResult, console: Console) -> None:
     )
 
 
+def _pct(value: float | None) -> str:
+    """A share as a percentage, never '-0.0 %'."""
+    return f"{100 * (value or 0.0) + 0.0:.1f} %"
+
+
 def print_avoidance(found: AvoidSummary, truth: AvoidSummary | None, console: Console) -> None:
     """What honouring the blacklist would have saved (SPEC 7's DSB scheduler, ``simulation.avoid_blacklist``)."""
     if not found.moved:
@@ -105,19 +110,22 @@ def print_avoidance(found: AvoidSummary, truth: AvoidSummary | None, console: Co
             else "no task started on a listed node"
         )
         console.print(f"Honouring the blacklist would have moved no task: {why}.")
-    else:
-        console.print(
-            f"Had schedulers honoured the blacklist: {found.moved:,} tasks of {found.affected_jobs:,} jobs would have "
-            f"run elsewhere, taking {found.moved_mean_s_after:,.0f} s instead of {found.moved_mean_s_before:,.0f} s "
-            f"on average, and those jobs would have ended [bold]{100 * (found.mean_reduction or 0.0):.1f} %[/] sooner "
-            f"against {100 * (found.mean_baseline or 0.0):.1f} % for moving as many random tasks of the same jobs "
-            f"(mean; durations drawn from each job's tasks on other nodes, {found.repeats} seeded draws, open loop"
-            + (f"; {found.unmovable:,} more had nowhere else to go" if found.unmovable else "")
-            + ")."
+        return
+    console.print(
+        f"Had schedulers honoured the blacklist, {found.moved:,} tasks of {found.affected_jobs:,} jobs would have run "
+        f"elsewhere, taking {found.moved_mean_s_after:,.0f} s instead of {found.moved_mean_s_before:,.0f} s on average "
+        f"(durations drawn from each job's tasks on other nodes, {found.repeats} seeded draws, open loop"
+        + (f"; {found.unmovable:,} more had nowhere else to go" if found.unmovable else "")
+        + ")."
+    )
+    compared = f"Averaged over the {found.over_jobs:,} jobs " + ("either list touched" if truth else "it touched")
+    console.print(
+        f"{compared}, jobs would have ended [bold]{_pct(found.mean_reduction)}[/] sooner with the blacklist, "
+        f"{_pct(found.mean_baseline)} with as many random tasks moved instead"
+        + (
+            f", and {_pct(truth.mean_reduction)} had exactly the injected slow nodes been listed from the fault "
+            f"onset ({truth.moved:,} tasks moved)."
+            if truth is not None and truth.moved
+            else "."
         )
-    if truth is not None and truth.moved and truth.mean_reduction is not None:
-        console.print(
-            f"Listing exactly the injected slow nodes from the fault onset would have moved {truth.moved:,} tasks; "
-            f"over the {truth.over_jobs:,} jobs either list touched, the blacklist cut "
-            f"{100 * (found.mean_reduction or 0.0):.1f} % and the truth {100 * truth.mean_reduction:.1f} %."
-        )
+    )

@@ -54,6 +54,7 @@ def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
         (["--methods", "nope"], "unknown method 'nope'"),
         (["--trace", "google2011-usage:/no/such/dir"], "No such file or directory"),
         (["--trace", "nosuchformat:/tmp"], "unknown trace format"),
+        (["--trace", "synthetic:nodes=10,slow=1,jobs=5"], "has no task checkpoints"),
     ],
 )
 def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) -> None:
@@ -62,3 +63,8 @@ def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) ->
     assert result.exit_code == 1
     assert message in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_an_alpha_outside_0_1_is_a_usage_error(spec: str) -> None:
+    result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--alpha", "5"])
+    assert result.exit_code == 2 and "is not in the range 0<=x<=1" in result.output
