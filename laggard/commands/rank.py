@@ -176,6 +176,9 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
     # event-time order.
     source = read_trace(f"csv:{tasks}" if tasks is not None else str(trace))
     ranking, samples = rank_events(source, config)
+    from laggard.commands.run import refuse_unusable
+
+    refuse_unusable(f"csv:{tasks}" if tasks is not None else str(trace), source)
     report = trace_report(source)
     _report_reading(report, str(tasks or trace), samples, err)
     err.print(f"ranked {len(ranking.ranked)} nodes, blacklisted {len(ranking.blacklist)} "

@@ -152,6 +152,7 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     if idle_note:
         err.print(idle_note, highlight=False)
     outcome = run_with_progress(trace, pipeline, err)
+    refuse_unusable(spec, trace)
     if as_json:
         from laggard.report.documents import run_document
 
@@ -161,6 +162,18 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     print_outcome(outcome, stdout_console())
 
 
+def refuse_unusable(spec: str, trace: Any) -> None:
+    """A trace whose every row was bad was most likely read in the wrong format: say so, and fail."""
+    stats = trace.stats
+    if trace.events or not stats.bad_rows:
+        return
+    first = stats.bad_examples[0].reason if stats.bad_examples else "no example kept"
+    raise UserError(
+        f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}). Is "
+        f"{spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
+    )
+
+
 def print_outcome(outcome: RunOutcome, console: Console) -> None:
     """Final ranking, every delta, counts and (synthetic traces) detection, as tables."""
     from laggard.commands.rank import print_ranking
@@ -168,7 +181,14 @@ def print_outcome(outcome: RunOutcome, console: Console) -> None:
     from laggard.report.terminal import print_avoidance, print_counts, print_deltas, print_detection, print_lift
 
     last = outcome.pipeline.last_ranking
-    if last is None:
+    if not outcome.pipeline.counts.samples:
+        console.print(
+            "No ranking: no task of this trace finished successfully on a node (a format with job events only, "
+            "such as alibaba2017-tasks, names no node)."
+            if outcome.pipeline.counts.events
+            else "No ranking: the trace held no event."
+        )
+    elif last is None:
         console.print("No ranking: the trace held no event with a time.")
     else:
         ranking = last.ranking

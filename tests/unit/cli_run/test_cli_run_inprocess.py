@@ -187,3 +187,21 @@ def test_a_trace_without_job_ends_gets_a_short_job_idle_timeout_unless_one_was_c
     assert late["late_samples"] > 0.1 * late["samples"], "the operator's choice stands ..."
     text = invoke("--trace", f"csv:{path}", "--job-idle-timeout", "3600").stdout
     assert "never ranked" in text and "--job-idle-timeout" in text, "... and its effect is explained"
+
+
+def test_a_file_read_in_the_wrong_format_fails_and_says_so(tmp_path):
+    """Every row bad is not a run with nothing to report: the user most likely named the wrong format."""
+    path = tmp_path / "batch_task.csv"
+    path.write_text("".join(f"{i},{i + 60},j{i},t{i},1,Terminated,1,0.5\n" for i in range(20)))
+    for command in (["run"], ["rank"]):
+        result = CliRunner().invoke(cli, [*command, "--trace", f"alibaba2017:{path}"])
+        assert result.exit_code == 1, result.output
+        assert "all 20 rows were bad" in result.stderr and "read that file with alibaba2017-tasks:" in result.stderr
+
+
+def test_a_trace_of_job_events_only_says_why_nothing_is_ranked(tmp_path):
+    path = tmp_path / "batch_task.csv"
+    path.write_text("".join(f"{i},{i + 60},j{i},t{i},1,Terminated,1,0.5\n" for i in range(20)))
+    result = invoke("--trace", f"alibaba2017-tasks:{path}")
+    assert result.exit_code == 0, result.output
+    assert "no task of this trace finished successfully on a node" in result.stdout
