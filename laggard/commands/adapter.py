@@ -82,12 +82,21 @@ def common_options(func: F) -> F:
     return func
 
 
+def existing_directory(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """The file may not exist yet, but its directory must: a mistyped path would otherwise become a file that
+    no scheduler reads."""
+    if value is not None and not value.expanduser().resolve().parent.is_dir():
+        raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
+    return value
+
+
 @adapter.command()
 @common_options
 @click.option(
     "--path",
     "path",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=existing_directory,
     required=True,
     help="The blacklist file: one node per line, replaced atomically.",
 )
@@ -103,6 +112,7 @@ def file(path: Path, **common: Any) -> None:
 @click.option(
     "--exclude-file",
     type=click.Path(dir_okay=False, path_type=Path),
+    callback=existing_directory,
     default=None,
     help="The ResourceManager's yarn.resourcemanager.nodes.exclude-path file. laggard owns it and rewrites it "
     "whole: do not keep operators' own decommissions in it (use --health-dir to leave it alone).",

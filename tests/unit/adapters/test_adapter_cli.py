@@ -101,3 +101,12 @@ def test_webhook_needs_an_http_url() -> None:
 def test_json_needs_once(tmp_path: Path) -> None:
     result = invoke("file", "--path", str(tmp_path / "b"), "--json", "--max-fraction", "1")
     assert "--json needs --once" in one_line_error(result)
+
+
+@pytest.mark.parametrize(("kind", "option"), [("file", "--path"), ("yarn", "--exclude-file")])
+def test_a_file_in_a_missing_directory_is_refused_not_created(tmp_path: Path, kind: str, option: str) -> None:
+    """A typo in the path would otherwise become a file no scheduler reads."""
+    target = tmp_path / "no-such-dir" / "blacklist.txt"
+    error = one_line_error(invoke(kind, option, str(target), "--once", "--bootstrap", "127.0.0.1:1"))
+    assert "does not exist" in error and "no-such-dir" in error
+    assert not target.parent.exists()
