@@ -143,8 +143,9 @@ def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str,
 
 def _print_summary(summary: dict[str, Any]) -> None:
     err = click.get_text_stream("stderr")
+    jobs = f"{summary['jobs']:,} job{'' if summary['jobs'] == 1 else 's'}"
     click.echo(
-        f"{summary['events']:,} events ({summary['tasks']:,} task starts, {summary['jobs']:,} jobs) "
+        f"{summary['events']:,} events ({summary['tasks']:,} task starts, {jobs}) "
         f"in {summary['seconds']:.1f} s, {summary['events_per_second']:,.0f} events/s",
         file=err,
     )
@@ -156,7 +157,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
     for bad in summary["bad_examples"]:
         click.echo(f"  {bad['file']}:{bad['line']}: {bad['reason']}", file=err)
     if "ground_truth" in summary:
-        click.echo(f"ground truth: {summary['ground_truth']}", file=err)
+        truth = summary["ground_truth"]
+        click.echo("ground truth: " + ", ".join(
+            f"{key} {', '.join(map(str, value)) if isinstance(value, list) else value}" for key, value in truth.items()
+        ), file=err)  # fmt: skip
     if "kafka" in summary:
         kafka = summary["kafka"]
         click.echo(f"kafka: {kafka['acknowledged']:,} acknowledged, {kafka['failed']:,} failed", file=err)

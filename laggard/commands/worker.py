@@ -34,6 +34,12 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
                              cluster_id=cluster_id, web_port=web_port)
+    from streams.local import ranking_config
+
+    try:
+        ranking_config(settings)  # a combination the ranking refuses fails here, before any connection
+    except ValueError as exc:
+        raise UserError(f"invalid settings: {exc}") from None
     kafka_clients.wait_for_broker(settings, timeout_s=30)
     kafka_clients.create_topics(settings)
     actual = kafka_clients.topic_partitions(settings, TASK_EVENTS.name)

@@ -121,7 +121,7 @@ class BlacklistPolicy:
         if self.config.policy == "pcores":
             ranked = sorted(fresh, key=lambda s: (-_ci_low(s), -s.mean, s.node_id))
             return {s.node_id for s in ranked[:places]}, (
-                f"the {places} with the highest ci_low of {len(fresh)} eligible nodes (cap)"
+                f"{places} with the highest ci_low of {len(fresh)} eligible nodes (cap)"
             )
         rng = random.Random(f"{self.config.seed}:{end_us}")
         chosen, drawn = top_k_by_std_and_mean(fresh, places, rng, prefer=listed)

@@ -56,6 +56,10 @@ class RankingConfig:
             return f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}"
         if self.window_size_us <= 0 or self.period_us <= 0:
             return "window_size_us and period_us must be positive"
+        if self.window_size_us < self.period_us:
+            # the window slides by one period: a shorter window would leave tasks between windows unranked
+            return (f"the window ({self.window_size_us / 1e6:g} s) must be at least the ranking period "
+                    f"({self.period_us / 1e6:g} s), or the tasks between two windows are never ranked")  # fmt: skip
         if self.min_tasks < 1:
             # Below 2 it changes nothing: a node needs 2 samples for an interval anyway.
             return f"min_tasks must be at least 1, got {self.min_tasks}"

@@ -205,3 +205,9 @@ def test_a_trace_of_job_events_only_says_why_nothing_is_ranked(tmp_path):
     result = invoke("--trace", f"alibaba2017-tasks:{path}")
     assert result.exit_code == 0, result.output
     assert "no task of this trace finished successfully on a node" in result.stdout
+
+
+def test_settings_the_ranking_refuses_are_one_line():
+    result = invoke("--trace", SPEC, "--window", "60", "--period", "600")
+    assert result.exit_code == 1
+    assert "invalid settings: the window (60 s) must be at least the ranking period (600 s)" in result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -176,3 +177,10 @@ def test_a_listed_node_without_samples_leaves_for_lack_of_recent_evidence() -> N
     verdicts = judge(RankingConfig(), healthy_cluster(), {"quiet": 0}, (PERIOD, 2 * PERIOD))
     assert not verdicts["quiet"].blacklisted
     assert verdicts["quiet"].reason.startswith("no recent evidence")
+
+
+def test_a_window_shorter_than_the_period_is_refused() -> None:
+    """The window slides one period per ranking: a shorter one would never rank the tasks in between."""
+    with pytest.raises(ValueError, match=r"window \(60 s\) must be at least the ranking period \(600 s\)"):
+        RankingConfig(window_size_us=60_000_000, period_us=600_000_000)
+    assert RankingConfig(window_size_us=600_000_000, period_us=600_000_000).period_us == 600_000_000
