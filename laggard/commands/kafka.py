@@ -12,7 +12,9 @@ from laggard.errors import UserError
 
 def _broker_options(func):  # type: ignore[no-untyped-def]
     func = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-                        help="Broker's configuration, storage and log [default: .laggard/kafka-PORT]")(func)
+                        help="Broker's configuration, storage and log [default: .laggard/kafka-PORT in the "
+                             "laggard checkout, whatever the working directory]; give status and stop the same "
+                             "--data-dir")(func)
     func = click.option("--controller-port", type=click.IntRange(1, 65535), default=None,
                         help="KRaft controller port [default: PORT + 1]")(func)
     return click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True,
