@@ -55,6 +55,7 @@ def counts_dict(outcome: RunOutcome) -> dict[str, Any]:
         "jobs": trace.jobs,
         "finished": dict(sorted(trace.finished.items())),
         "skipped": trace.skipped,
+        "skip_reasons": dict(trace.stats.skip_reasons.most_common()),
         "bad_rows": trace.bad_rows,
         "bad_examples": trace.bad_examples,
         "invalid": dict(sorted(counts.invalid.items())),

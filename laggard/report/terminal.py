@@ -45,6 +45,9 @@ def print_counts(counts: dict[str, Any], console: Console) -> None:
     table.add_column("count", justify="right")
     for name in ("events", "tasks", "jobs", "skipped", "bad_rows", "samples", "late_samples", "rankings", "deltas"):
         table.add_row(name.replace("_", " "), f"{counts[name]:,}")
+        if name == "skipped":
+            for reason, number in counts.get("skip_reasons", {}).items():
+                table.add_row(f"  {reason}", f"{number:,}")
     for status, number in counts["finished"].items():
         table.add_row(f"finished {status}", f"{number:,}")
     for reason, number in counts["invalid"].items():

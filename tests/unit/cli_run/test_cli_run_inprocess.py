@@ -66,6 +66,7 @@ def test_json_ranking_and_counts_describe_the_run(document):
     assert counts["samples"] == counts["finished"]["SUCCEEDED"]
     assert counts["deltas"] == len(document["deltas"]) and counts["rankings"] > counts["deltas"]
     assert counts["bad_rows"] == 0 and counts["invalid"] == {}
+    assert sum(counts["skip_reasons"].values()) == counts["skipped"]
 
 
 def test_a_healthy_cluster_gets_no_blacklist_unless_the_floor_is_disabled():
@@ -119,7 +120,8 @@ def test_the_text_report_says_what_honouring_the_blacklist_would_have_saved():
 
 def write_csv(path: Path, slow: tuple[str, ...], jobs: int = 150, seed: int = 3) -> Path:
     """40 nodes; tasks on ``slow`` nodes take 1.8x; one job every 30 s; a bad row at the end."""
-    lines = [*cluster_rows(slow, jobs, seed), "jx,t0,n01,100,50,SUCCEEDED"]  # the last ends before it starts
+    # then a task still running (start only: skipped with its reason) and a bad row (ends before it starts)
+    lines = [*cluster_rows(slow, jobs, seed), "jy,t0,n01,100,,RUNNING", "jx,t0,n01,100,50,SUCCEEDED"]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -136,6 +138,7 @@ def test_csv_run_prints_ranking_deltas_and_counts(tmp_path):
     assert all(node in blacklist for node in slow)
     assert "v1 at trace time" in out and "+ n05" in out and "+ n22" in out
     assert "bad rows" in out and "line" in out  # the bad row is counted and shown
+    assert "attempt did not finish in the trace (start only)" in out  # a skip says why
     document = json.loads(invoke("--trace", f"csv:{path}", "--json", *idle).stdout)
     assert document["blacklist"] == sorted(slow)
     assert document["counts"]["bad_rows"] == 1
