@@ -167,3 +167,16 @@ def test_trace_option_ranks_any_replayer_format() -> None:
 def test_a_bad_trace_gives_one_line(spec) -> None:
     result = run("--trace", spec)
     assert result.exit_code == 1 and result.output.startswith("Error: ") and "Traceback" not in result.output
+
+
+def test_a_large_cluster_shows_the_blacklisted_nodes_first_then_the_strongest_evidence() -> None:
+    """Beyond 60 nodes the table cannot show them all: the rows that matter come first, not level 0's noise."""
+    result = CliRunner().invoke(cli, ["rank", "--trace", "synthetic:nodes=80,slow=2,jobs=200,seed=5"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "blacklisted first, then by the lower end of their 95% interval" in out
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    listed = [i for i, line in enumerate(rows) if "BLACKLISTED" in line]
+    assert listed and listed == list(range(len(listed)))  # the blacklisted rows open the table
+    lows = [float(line.split("[", 1)[1].split(",", 1)[0]) for line in rows[len(listed):] if "[" in line]
+    assert lows == sorted(lows, reverse=True)  # then the highest lower bounds
