@@ -204,7 +204,8 @@ class BlacklistConsumer:
                 return step
             except ApplyError as exc:
                 version = self.follower.state.version
-                log.error("change not applied (%s); the adapter stays at version %s", exc, version)
+                log.error("change not applied (%s); the adapter stays at %s", exc,
+                          "no version yet" if version is None else f"version {version}")
                 if self.once:
                     self.outcome.problem = str(exc)
                     raise _Stop from exc
@@ -227,10 +228,10 @@ class BlacklistConsumer:
         elif isinstance(step, Refusal):
             self.outcome.refused += 1
             log.error(
-                "REFUSED blacklist version %d as a whole: %s; nothing applied, state stays at version %s",
+                "REFUSED blacklist version %d as a whole: %s; nothing applied, state stays at %s",
                 step.version,
                 step.reason,
-                self.follower.state.version,
+                "no version yet" if self.follower.state.version is None else f"version {self.follower.state.version}",
             )
         elif isinstance(step, Skip):
             # Records of other clusters share the topics; they are not this adapter's business.

@@ -102,7 +102,7 @@ class Refusal:
         limit = math.floor(self.max_fraction * self.known + _EPSILON)
         return (
             f"blacklist would hold {self.size_after} of {self.known} known nodes, "
-            f"over the cap of {self.max_fraction:.0%} ({limit} nodes)"
+            f"over the cap of {self.max_fraction:.0%} ({limit} node{'' if limit == 1 else 's'})"
         )
 
 

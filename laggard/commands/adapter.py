@@ -90,6 +90,10 @@ def existing_directory(ctx: click.Context, param: click.Parameter, value: Path |
     return value
 
 
+def _version_words(version: int | None) -> str:
+    return "no version yet" if version is None else f"version {version}"
+
+
 @adapter.command()
 @common_options
 @click.option(
@@ -279,10 +283,14 @@ def _run(
     except TopicMissing as exc:
         raise UserError(str(exc)) from exc
     except KeyboardInterrupt:
-        logging.getLogger("laggard.adapters").info("interrupted: state kept at version %s", follower.state.version)
+        logging.getLogger("laggard.adapters").info(
+            "interrupted: state kept at %s", _version_words(follower.state.version)
+        )
         return
     summary = (
-        f"cluster {cluster}: version {outcome.version}, {len(outcome.blacklist)} node(s) blacklisted; "
+        f"cluster {cluster}: "
+        + ("no blacklist published yet" if outcome.version is None else f"version {outcome.version}")
+        + f", {len(outcome.blacklist)} node(s) blacklisted; "
         f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
     )
     click.echo(summary + ("" if outcome.in_sync else " (NOT in sync)"), err=True)
