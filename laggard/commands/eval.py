@@ -23,7 +23,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import settings_with, stdout_console
+from laggard.commands.options import formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.evaluation import Metrics, Truth, drive, job_truth, score
 from streams.core.events import Event, TaskCheckpoint
@@ -200,6 +200,7 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
 
 @click.command(
     "eval",
+    epilog=formats_epilog(),
     help="Evaluate straggler prediction methods on a trace, job by job.\n\n"
     "Uses the oracle p90 threshold protocol of the Nurd paper and reports an online threshold beside it. "
     "Example: laggard eval --trace google2011-usage:../shared/traces/google2011-nurd-timeseries/"

@@ -74,3 +74,10 @@ def stdout_console() -> Console:
     """The console for tables on stdout: the terminal's width, or 160 columns when piped to a file or a log,
     where rich would otherwise assume 80 and cut numbers short."""
     return Console() if sys.stdout.isatty() else Console(width=160)
+
+
+def formats_epilog() -> str:
+    """The trace formats ``--trace FORMAT:PATH`` accepts, for a command's ``--help``."""
+    from producers.registry import FORMATS
+
+    return "\b\nTrace formats (--trace FORMAT:PATH):\n" + "\n".join(f"  {k:18} {v}" for k, v in FORMATS.items())

@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import FloorType, settings_with, stdout_console
+from laggard.commands.options import FloorType, formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.events import Event
 from streams.core.ranker import NodeRanker
@@ -156,7 +156,7 @@ def _report_reading(report: ReadReport, source: str, samples: int, err: Console)
 # --- the command --------------------------------------------------------------------------------
 
 
-@click.command("rank")
+@click.command("rank", epilog=formats_epilog())
 @click.option("--tasks", "tasks", type=click.Path(path_type=Path), metavar="FILE.csv",
               help="task table with a header: job_id,task_id,node_id,start_us,end_us,status "
                    "(the replayers' csv: format; may be .gz)")

@@ -8,17 +8,15 @@ from typing import Any
 import click
 import orjson
 
-from laggard.commands.options import bootstrap_option, settings_with
+from laggard.commands.options import bootstrap_option, formats_epilog, settings_with
 from laggard.errors import UserError
-from producers.registry import FORMATS, Trace, open_trace
+from producers.registry import Trace, open_trace
 from producers.sink import JsonLinesSink, KafkaSink, NullSink, Pacer, Sink
 from producers.sink import replay as replay_events
 from streams.errors import BrokerUnavailable
 
-_FORMATS_HELP = "\b\nFormats:\n" + "\n".join(f"  {name:18} {text}" for name, text in FORMATS.items())
 
-
-@click.command(epilog=_FORMATS_HELP)
+@click.command(epilog=formats_epilog())
 @click.option(
     "--trace",
     "spec",

@@ -15,7 +15,7 @@ import click
 import orjson
 from rich.console import Console
 
-from laggard.commands.options import FloorType, settings_with, stdout_console
+from laggard.commands.options import FloorType, formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
 from streams.core.ranking_config import POLICIES
@@ -113,13 +113,7 @@ def describe_settings(settings: Settings) -> str:
     )
 
 
-def _formats_epilog() -> str:
-    from producers.registry import FORMATS
-
-    return "\b\nTrace formats (--trace FORMAT:PATH):\n" + "\n".join(f"  {k}: {v}" for k, v in FORMATS.items())
-
-
-@click.command("run", epilog=_formats_epilog())
+@click.command("run", epilog=formats_epilog())
 @click.option(
     "--trace",
     "spec",

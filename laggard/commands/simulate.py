@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from laggard.commands.eval import load_jobs, parse_methods, require_checkpoints
-from laggard.commands.options import settings_with, stdout_console
+from laggard.commands.options import formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.evaluation import drive, job_truth
 from streams.core.events import Event
@@ -226,6 +226,7 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str, ti
 
 @click.command(
     "simulate",
+    epilog=formats_epilog(),
     help="Replay each job with a scheduler that relaunches flagged tasks, and measure the job completion "
     "time saved (Nurd's Algorithms 2 and 3). A scheduler that honours the blacklist instead is simulated by "
     "laggard run and laggard demo.\n\n"
