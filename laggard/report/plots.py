@@ -22,7 +22,7 @@ from streams.core.detection_metrics import Span
 from streams.core.ranking import Ranking
 
 US_PER_H = 3_600_000_000
-LEVEL_COLORS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
+LEVEL_COLORS = ("#222222", "#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 SLOW_COLOR = "#d62728"
 HEALTHY_COLOR = "#9e9e9e"
 FALSE_POSITIVE_COLOR = "#ff7f0e"
@@ -140,9 +140,10 @@ def plot_blacklist_timeline(spans: list[Span], slow: Collection[str], onset_us: 
     handles = [
         Patch(color="#fde0dd", label="fault active on an injected slow node"),
         Patch(color=SLOW_COLOR, label="blacklisted, really slow"),
-        Patch(color=FALSE_POSITIVE_COLOR, label="blacklisted, healthy (false positive)"),
         Line2D([], [], color="black", linestyle="--", label="fault onset"),
     ]
+    if any(span.node_id not in slow for span in spans):
+        handles.insert(2, Patch(color=FALSE_POSITIVE_COLOR, label="blacklisted, healthy (false positive)"))
     figure.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8)
     axes.grid(axis="x", alpha=0.3)
     figure.savefig(path)
@@ -218,7 +219,11 @@ def plot_grouped_bars(
     axes = figure.add_subplot()
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
-        axes.bar([g + i * width for g in range(len(groups))], values, width, label=name)
+        places = [g + i * width for g in range(len(groups))]
+        axes.bar(places, values, width, label=name)
+        for x, value in zip(places, values, strict=True):
+            if value == 0:  # a bar of height 0 is invisible: say it is there
+                axes.text(x, 0, "0", ha="center", va="bottom", fontsize=7)
     axes.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups)
     axes.set_ylabel(ylabel)
     if title:
