@@ -277,7 +277,8 @@ def evaluate_jobs(
             continue
         for name in names:
             started = time.perf_counter()
-            row = run_method(name, events, truth, options, online)
+            with err.status(f"job {job_id}: {name} ({len(events):,} events)"):  # a spinner on a terminal
+                row = run_method(name, events, truth, options, online)
             row["job_id"] = job_id
             rows.append(row)
             err.print(f"job {job_id} {name}: F1 {row['f1']:.2f} ({time.perf_counter() - started:.1f} s)")
