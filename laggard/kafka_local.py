@@ -140,7 +140,8 @@ def _pid(broker: Broker) -> int | None:
     return pid
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port`` (a quick look before a Kafka client's)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return True
@@ -198,7 +199,7 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     if pid is not None:
         return pid, False
     for port in (broker.port, broker.controller_port):
-        if _port_open(port):
+        if port_open(port):
             raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
         if not _port_bindable(port):
             raise KafkaLocalError(
@@ -237,7 +238,7 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
             port = _bind_failure(broker.log_file)
             why = f": port {port} could not be bound (in use); choose other ports" if port else ""
             raise KafkaLocalError(f"the broker exited with {process.returncode}{why}; see {broker.log_file}")
-        if _port_open(broker.port) and answers_metadata(broker.bootstrap):
+        if port_open(broker.port) and answers_metadata(broker.bootstrap):
             return process.pid, True
         time.sleep(0.5)
     stop(broker)

@@ -67,7 +67,11 @@ def status(port: int, controller_port: int | None, data_dir: Path | None) -> Non
     broker = _broker(port, controller_port, data_dir)
     pid = kafka_local.status(broker)
     if pid is None:
-        click.echo(f"not running (data dir {broker.home})")
+        elsewhere = kafka_local.port_open(broker.port) and kafka_local.answers_metadata(broker.bootstrap)
+        click.echo(
+            f"not running from data dir {broker.home}"
+            + (f"; but a broker answers on {broker.bootstrap} (started with another --data-dir?)" if elsewhere else "")
+        )
         raise SystemExit(3)
     answering = kafka_local.answers_metadata(broker.bootstrap)
     click.echo(f"{broker.bootstrap} (pid {pid}{'' if answering else ', not answering yet'})")

@@ -49,3 +49,15 @@ def test_a_broker_that_died_on_a_bind_names_the_port(tmp_path: Path) -> None:
     log.write_text("[2026-11-21] INFO all good\n")
     assert kafka_local._bind_failure(log) is None
     assert kafka_local._bind_failure(tmp_path / "missing.log") is None
+
+
+def test_status_of_a_broker_that_is_not_running_exits_3_and_names_the_data_dir(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from laggard.cli import cli
+
+    port = kafka_local.free_ports(1)[0]
+    result = CliRunner().invoke(cli, ["kafka", "status", "--port", str(port), "--data-dir", str(tmp_path)])
+    assert result.exit_code == 3
+    assert f"not running from data dir {tmp_path}" in result.output
+    assert "answers" not in result.output  # nothing listens on a free port
