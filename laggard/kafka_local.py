@@ -235,8 +235,8 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             broker.pid_file.unlink(missing_ok=True)
-            port = _bind_failure(broker.log_file)
-            why = f": port {port} could not be bound (in use); choose other ports" if port else ""
+            unbound = _bind_failure(broker.log_file)
+            why = f": port {unbound} could not be bound (in use); choose other ports" if unbound else ""
             raise KafkaLocalError(f"the broker exited with {process.returncode}{why}; see {broker.log_file}")
         if port_open(broker.port) and answers_metadata(broker.bootstrap):
             return process.pid, True

@@ -77,13 +77,29 @@ def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
     return dict(jobs), trace
 
 
-def require_checkpoints(jobs: dict[str, list[Event]], spec: str) -> None:
+def require_checkpoints(jobs: dict[str, list[Event]], spec: str, hint: str = "") -> None:
     """Methods flag running tasks at their checkpoints: a trace with none would score 0 everywhere."""
     if not any(isinstance(e, TaskCheckpoint) for events in jobs.values() for e in events):
         raise UserError(
             f"{spec} has no task checkpoints, so no method can flag a running task: use a trace with usage "
-            "series (google2011-usage:DIR)"
+            f"series (google2011-usage:DIR){hint}"
         )
+
+
+def check_plot_dir(plot: str | None) -> None:
+    """Fail before the work, not after it, when the plot could not be written."""
+    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
+        raise UserError(f"cannot write plot {plot}: its directory does not exist")
+
+
+def nurd_options(alpha: float | None, initial_fraction: float | None = None) -> Options:
+    """The methods' hyperparameters: the settings, with the command line on top."""
+    settings = settings_with()
+    return Options(
+        alpha=settings.nurd_alpha if alpha is None else alpha,
+        epsilon=settings.nurd_epsilon,
+        initial_fraction=settings.nurd_initial_fraction if initial_fraction is None else initial_fraction,
+    )
 
 
 def _metrics_fields(m: Metrics) -> dict[str, Any]:
@@ -239,14 +255,8 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
 def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float | None, online: bool,
           as_json: bool, plot: str | None) -> None:  # fmt: skip
     names = parse_methods(methods)
-    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
-        raise UserError(f"cannot write plot {plot}: its directory does not exist")
-    settings = settings_with()
-    options = Options(
-        alpha=settings.nurd_alpha if alpha is None else alpha,
-        epsilon=settings.nurd_epsilon,
-        initial_fraction=settings.nurd_initial_fraction if initial_fraction is None else initial_fraction,
-    )
+    check_plot_dir(plot)
+    options = nurd_options(alpha, initial_fraction)
     err = Console(stderr=True)
     jobs, trace = load_jobs(spec, err)
     if not jobs:

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from rich.console import Console
 
+from laggard.errors import UserError
 from streams.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -81,3 +82,15 @@ def formats_epilog() -> str:
     from producers.registry import FORMATS
 
     return "\b\nTrace formats (--trace FORMAT:PATH):\n" + "\n".join(f"  {k:18} {v}" for k, v in FORMATS.items())
+
+
+def refuse_unusable(spec: str, trace: Any) -> None:
+    """A trace whose every row was bad was most likely read in the wrong format: say so, and fail."""
+    stats = trace.stats
+    if trace.events or not stats.bad_rows:
+        return
+    first = stats.bad_examples[0].reason if stats.bad_examples else "no example kept"
+    raise UserError(
+        f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}). Is "
+        f"{spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
+    )

@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import FloorType, formats_epilog, settings_with, stdout_console
+from laggard.commands.options import FloorType, formats_epilog, refuse_unusable, settings_with, stdout_console
 from laggard.errors import UserError
 from streams.core.events import Event
 from streams.core.ranker import NodeRanker
@@ -189,8 +189,6 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
     # event-time order.
     source = read_trace(f"csv:{tasks}" if tasks is not None else str(trace))
     ranking, samples = rank_events(source, config)
-    from laggard.commands.run import refuse_unusable
-
     refuse_unusable(f"csv:{tasks}" if tasks is not None else str(trace), source)
     report = trace_report(source)
     _report_reading(report, str(tasks or trace), samples, err)

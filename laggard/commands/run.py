@@ -15,7 +15,7 @@ import click
 import orjson
 from rich.console import Console
 
-from laggard.commands.options import FloorType, formats_epilog, settings_with, stdout_console
+from laggard.commands.options import FloorType, formats_epilog, refuse_unusable, settings_with, stdout_console
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
 from streams.core.ranking_config import POLICIES
@@ -154,18 +154,6 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
         sys.stdout.flush()
         return
     print_outcome(outcome, stdout_console())
-
-
-def refuse_unusable(spec: str, trace: Any) -> None:
-    """A trace whose every row was bad was most likely read in the wrong format: say so, and fail."""
-    stats = trace.stats
-    if trace.events or not stats.bad_rows:
-        return
-    first = stats.bad_examples[0].reason if stats.bad_examples else "no example kept"
-    raise UserError(
-        f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}). Is "
-        f"{spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
-    )
 
 
 def print_outcome(outcome: RunOutcome, console: Console) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import statistics
 import warnings
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.eval import load_jobs, parse_methods, require_checkpoints
-from laggard.commands.options import formats_epilog, settings_with, stdout_console
+from laggard.commands.eval import check_plot_dir, load_jobs, nurd_options, parse_methods, require_checkpoints
+from laggard.commands.options import formats_epilog, stdout_console
 from laggard.errors import UserError
+from laggard.report.terminal import percent
 from streams.core.evaluation import drive, job_truth
 from streams.core.events import Event
 from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method
@@ -65,8 +67,9 @@ def parse_spares(text: str) -> list[int | None]:
     return settings
 
 
-def spares_label(spares: int | None) -> str:
-    return "unlimited" if spares is None else f"{spares} spare"
+def spares_label(spares: int | str | None) -> str:
+    """'unlimited' or 'K spare', from a setting, a row's ``spares`` or a summary key."""
+    return "unlimited" if spares is None or spares == "unlimited" else f"{spares} spare"
 
 
 def simulate_job(
@@ -79,15 +82,15 @@ def simulate_job(
     seed: int,
     online: bool,
     mode: Mode = "relaunch",
-) -> list[dict[str, Any]] | None:
-    """Rows (one per method and spares setting) for one job, or None when it cannot be simulated."""
+) -> list[dict[str, Any]] | str:
+    """Rows (one per method and spares setting) for one job, or why it cannot be simulated."""
     truth = job_truth(events, options.initial_fraction)
     tasks = timelines(events)
     pool = sorted(d for d in truth.durations_s.values() if d < truth.tau_s)
     if len(tasks) < 2:
-        return None
+        return "fewer than 2 finished tasks"
     if not pool:  # every task at or above the p90: all alike, nothing is a straggler
-        return []
+        return "every task at its job's p90 (no non-straggler to draw from)"
     flags: dict[str, dict[str, float]] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
@@ -98,17 +101,13 @@ def simulate_job(
     rows = []
     for name, flagged in flags.items():
         for spares in spares_settings:
+            # a string seed is hashed with SHA-512: the same draws on every run and machine, shared by the methods
             outcomes = [
-                simulate(tasks, flagged, _draw(pool, f"{seed}/{job_id}/{r}"), spares, mode)
+                simulate(tasks, flagged, partial(random.Random(f"{seed}/{job_id}/{r}").choice, pool), spares, mode)
                 for r in range(repeats)
             ]
             rows.append(_row(job_id, name, spares, outcomes, tasks, truth.tau_s))
     return rows
-
-
-def _draw(pool: list[float], seed: str) -> Any:
-    rng = random.Random(seed)  # a string seed is hashed with SHA-512: the same draws on every run and machine
-    return lambda: rng.choice(pool)
 
 
 def _row(
@@ -151,10 +150,6 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]
     return summary
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value + 0.0:.1f} %"
-
-
 def _count(value: float) -> str:
     """A count averaged over draws: whole numbers without a decimal point."""
     return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
@@ -171,7 +166,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
         table = Table(title=title, title_justify="left")
         table.add_column("method", no_wrap=True)
         for key in settings:
-            label = spares_label(None if key == "unlimited" else int(key))
+            label = spares_label(key)
             for column in ("JCT cut", "relaunches", "success"):
                 table.add_column(f"{label}: {column}" if column == "JCT cut" else column, justify="right")
         for name in dict.fromkeys(r["method"] for r in mine):
@@ -180,13 +175,13 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
                 r = next(r for r in mine if r["method"] == name and str(r["spares"]) == key)
                 asked = r["relaunches"] + r["unserved"]
                 relaunches = _count(r["relaunches"]) + (f" of {_count(asked)}" if r["unserved"] else "")
-                cells += [_pct(r["reduction"]), relaunches, _pct(r["success_rate"])]
+                cells += [percent(r["reduction"]), relaunches, percent(r["success_rate"])]
             table.add_row(name, *cells)
         out.print(table)
     table = Table(title="mean over jobs", title_justify="left")
     table.add_column("method", no_wrap=True)
     for key in settings:
-        label = spares_label(None if key == "unlimited" else int(key))
+        label = spares_label(key)
         table.add_column(f"{label}: JCT cut", justify="right")
         table.add_column("success", justify="right")
         table.add_column("wasted", justify="right")
@@ -194,7 +189,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
         cells = []
         for key in settings:
             s = by_setting[key]
-            cells += [_pct(s["mean_reduction"]), _pct(s["success_rate"]), f"{s['wasted_s_per_job'] / 3600:.1f} h"]
+            cells += [percent(s["mean_reduction"]), percent(s["success_rate"]), f"{s['wasted_s_per_job'] / 3600:.1f} h"]
         table.add_row(name, *cells)
     out.print(table)
     out.print(
@@ -213,7 +208,7 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str, ti
     methods = list(summary)
     settings = list(dict.fromkeys(key for by_setting in summary.values() for key in by_setting))
     series = {
-        spares_label(None if key == "unlimited" else int(key)): [
+        spares_label(key): [
             100 * summary[m][key]["mean_reduction"] if key in summary[m] else 0.0 for m in methods
         ]
         for key in settings
@@ -275,39 +270,27 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
               alpha: float | None, as_json: bool, plot: str | None) -> None:  # fmt: skip
     names = parse_methods(",".join(n for n in methods.split(",") if n.strip() != PERFECT))
     spares_settings = parse_spares(spares)
-    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
-        raise UserError(f"cannot write plot {plot}: its directory does not exist")
-    settings = settings_with()
-    options = Options(
-        alpha=settings.nurd_alpha if alpha is None else alpha,
-        epsilon=settings.nurd_epsilon,
-        initial_fraction=settings.nurd_initial_fraction,
-    )
+    check_plot_dir(plot)
+    options = nurd_options(alpha)
     err = Console(stderr=True)
     jobs, trace = load_jobs(spec, err)
-    try:
-        require_checkpoints(jobs, spec)
-    except UserError as exc:
-        raise UserError(f"{exc}. What honouring the blacklist would save is in laggard run's report.") from None
+    require_checkpoints(jobs, spec, hint=". What honouring the blacklist would save is in laggard run's report.")
     rows: list[dict[str, Any]] = []
     for job_id, events in jobs.items():
         job_rows = simulate_job(
             job_id, events, names, options, spares_settings, repeats, seed, threshold == "online", mode
         )
-        if job_rows is None:
-            err.print(f"job {job_id}: fewer than 2 finished tasks, skipped")
-            continue
-        if not job_rows:
-            err.print(f"job {job_id}: every task at its job's p90 (no non-straggler to draw from), skipped")
+        if isinstance(job_rows, str):
+            err.print(f"job {job_id}: {job_rows}, skipped")
             continue
         rows += job_rows
         best = max((r for r in job_rows if r["method"] != PERFECT), key=lambda r: r["reduction"], default=None)
         if best is not None:
-            setting = spares_label(None if best["spares"] == "unlimited" else best["spares"])
+            setting = spares_label(best["spares"])
             change = "shorter" if best["reduction"] >= 0 else "longer"
             err.print(
                 f"job {job_id}: JCT {best['jct_base_s']:.0f} s without mitigation; the best method, {best['method']} "
-                f"({setting}), makes it {best['jct_s']:.0f} s ({_pct(abs(best['reduction']))} {change})",
+                f"({setting}), makes it {best['jct_s']:.0f} s ({percent(abs(best['reduction']))} {change})",
                 soft_wrap=True,
             )
     if not rows:

@@ -98,9 +98,9 @@ def print_lift(result: LiftResult, console: Console) -> None:
     )
 
 
-def _pct(value: float | None) -> str:
-    """A share as a percentage, never '-0.0 %'."""
-    return f"{100 * (value or 0.0) + 0.0:.1f} %"
+def percent(value: float | None) -> str:
+    """A share as a percentage ('-' when undefined), never '-0.0 %'."""
+    return "-" if value is None else f"{100 * value + 0.0:.1f} %"
 
 
 def print_avoidance(found: AvoidSummary, truth: AvoidSummary | None, console: Console) -> None:
@@ -123,10 +123,10 @@ def print_avoidance(found: AvoidSummary, truth: AvoidSummary | None, console: Co
     )
     compared = f"Averaged over the {found.over_jobs:,} jobs " + ("either list touched" if truth else "it touched")
     console.print(
-        f"{compared}, jobs would have ended [bold]{_pct(found.mean_reduction)}[/] sooner with the blacklist, "
-        f"{_pct(found.mean_baseline)} with as many random tasks moved instead"
+        f"{compared}, jobs would have ended [bold]{percent(found.mean_reduction)}[/] sooner with the blacklist, "
+        f"{percent(found.mean_baseline)} with as many random tasks moved instead"
         + (
-            f", and {_pct(truth.mean_reduction)} had exactly the injected slow nodes been listed from the fault "
+            f", and {percent(truth.mean_reduction)} had exactly the injected slow nodes been listed from the fault "
             f"onset ({truth.moved:,} tasks moved)."
             if truth is not None and truth.moved
             else "."
