@@ -63,7 +63,7 @@ bench: venv kafka-jars
 # Re-pin every package after a change to pyproject.toml's dependencies.
 lock:
 	rm -rf .lock-venv && python3 -m venv .lock-venv && .lock-venv/bin/pip install -q --upgrade pip
-	.lock-venv/bin/pip install -q -e '.[batch,dev]'
+	.lock-venv/bin/pip install -q -e '.[dev]'
 	( head -3 requirements.lock; .lock-venv/bin/pip freeze --exclude-editable | grep -v '^laggard' ) > requirements.lock.new
 	mv requirements.lock.new requirements.lock && rm -rf .lock-venv
 

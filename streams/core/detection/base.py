@@ -1,0 +1,97 @@
+"""The detector protocol: what every node-level detector gives the decision layer (SPEC 3, 6).
+
+Detection, decision and action are separate (Cruise Control's detect / decide / act): a detector learns
+from node samples and, once per ranking period, says for every node how clearly slow it looks and why
+(``Evidence``); a policy (``streams.core.decision``) turns evidence into a blacklist under the guards
+that do not depend on the detector (allow/deny-lists, the cap, dwell, release); adapters act on deltas.
+
+A detector is a plain object in River's style: constructor arguments are hyperparameters, learned state
+lives in attributes, ``snapshot()``/``restore()`` give it a life cycle the agents can checkpoint. It is
+moved only by event time passed in, never by a clock.
+
+>>> detector = NoopDetector()
+>>> detector.learn(NormalizedTask("j", "t", 0, "n1", 0, 1, 2.0))
+>>> view = WindowView(0, 3_600_000_000, {}, mean_count=0.0)
+>>> detector.detect(view)
+{}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streams.core.events import NormalizedTask
+from streams.core.windows import NodeStats
+
+
+@dataclass(frozen=True, slots=True)
+class WindowView:
+    """One ranking window as the decision layer sees it: ``[start_us, end_us)`` and the exact window
+    statistics of every node with a sample in it (SPEC 3), whatever the detector."""
+
+    start_us: int
+    end_us: int
+    stats: Mapping[str, NodeStats]
+    mean_count: float = 0.0  # mean samples per node in the window (ML-NA's normalised count)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What one detector says of one node in one window.
+
+    ``suspect``: the detector would list the node now. ``still_slow``: the node is still clearly slow
+    even if it is not a suspect (for example pushed off P-Cores level 0 by a slower node): a listed node
+    that is still slow is not released. ``score`` orders suspects when the cap leaves fewer places than
+    suspects (higher = more clearly slow). ``level`` is the node's rank level when the detector has one
+    (P-Cores), else None. ``reason`` says in words why the node is (or is not) a suspect; it travels
+    with the delta.
+    """
+
+    node_id: str
+    suspect: bool
+    score: float
+    reason: str
+    still_slow: bool = False
+    level: int | None = None
+
+
+class NodeDetector(Protocol):
+    """A node-level detector: learn from samples, score every node once per period, explain."""
+
+    name: str
+
+    def learn(self, sample: NormalizedTask) -> None:
+        """One node sample (a finished task's z-value on its node), in any order within a period."""
+        ...
+
+    def detect(self, window: WindowView) -> Mapping[str, Evidence]:
+        """Evidence for the nodes this detector has an opinion on (nodes left out are not suspects)."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Learned state as plain JSON-able data."""
+        ...
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from ``snapshot()``; an unreadable snapshot raises ValueError (cold start)."""
+        ...
+
+
+class NoopDetector:
+    """Suspects nothing: the do-nothing default that shows a policy's guards alone (deny-list only)."""
+
+    name = "noop"
+
+    def learn(self, sample: NormalizedTask) -> None:
+        return None
+
+    def detect(self, window: WindowView) -> Mapping[str, Evidence]:
+        return {}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        return None

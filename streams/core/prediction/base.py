@@ -1,0 +1,87 @@
+"""The predictor protocol: task-level straggler predictors with separate ``predict`` and ``learn`` verbs.
+
+A *method* (``PredictionMethod``) is built once per run or partition from a ``PredictionContext`` and
+holds what spans jobs (a host's step times for Hawkeye, node evidence for node-aware features); it makes
+one ``JobPredictor`` per job, which holds what a job's tasks taught it (SPEC 4 is per job). Every driver
+(the evaluation library, the in-process runner, the ``predict_stragglers`` agent) moves them the same
+way, with ``step``: at a checkpoint the job predictor predicts *before* it learns, as River's
+progressive validation does, so no method can see the event it is judged on.
+
+>>> from streams.core.events import TaskCheckpoint
+>>> class Never:
+...     method = "never"
+...     def predict(self, event): return None
+...     def learn(self, event): return None
+>>> class NeverMethod:
+...     name, uses_threshold = "never", False
+...     def job(self, job_id, threshold): return Never()
+...     def learn(self, event): return None
+>>> method = NeverMethod()
+>>> step(method, method.job("j", None), TaskCheckpoint("j", "t", 0, "n1", 5, 5, {}))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
+from streams.core.nurd.threshold import Threshold
+
+
+@dataclass
+class ClusterView:
+    """What the rest of laggard knows about nodes, for node-aware predictors: each node's current window
+    mean z (its score in the ranking) and the current blacklist. Drivers update it as rankings come."""
+
+    node_mean_z: dict[str, float] = field(default_factory=dict)
+    listed: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PredictionContext:
+    """Everything a method's factory may use. ``params`` holds method-specific hyperparameters by name
+    (``nurd_alpha``, ``hawkeye_quantile``, ...): a method reads its own and ignores the rest."""
+
+    initial_fraction: float = 0.04
+    params: Mapping[str, float] = field(default_factory=dict)
+    cluster: ClusterView = field(default_factory=ClusterView)
+    seed: int = 0
+
+
+class JobPredictor(Protocol):
+    """One job's predictor."""
+
+    method: str
+
+    def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
+        """Flag this running task now, or not; a task is flagged at most once."""
+        ...
+
+    def learn(self, event: Event) -> None:
+        """Update the job's state with any event of the job (start, checkpoint, finish, job end)."""
+        ...
+
+
+class PredictionMethod(Protocol):
+    """A method: cluster-level state, and a job predictor per job."""
+
+    name: str
+    uses_threshold: bool  # decides against tau, so the oracle and online thresholds differ
+
+    def job(self, job_id: str, threshold: Threshold) -> JobPredictor:
+        """A fresh predictor for job ``job_id`` deciding against ``threshold``."""
+        ...
+
+    def learn(self, event: Event) -> None:
+        """Cluster-level learning from every event of every job, after the job predictor learned it."""
+        ...
+
+
+def step(method: PredictionMethod, job: JobPredictor, event: Event) -> StragglerPrediction | None:
+    """Move one event through a method: predict before learning, then the job, then the cluster learn."""
+    flag = job.predict(event) if isinstance(event, TaskCheckpoint) else None
+    job.learn(event)
+    method.learn(event)
+    return flag
