@@ -14,7 +14,7 @@ from typing import Any
 from laggard.bench.common import rate
 from producers.registry import open_trace
 from streams.core.events import Event, TaskCheckpoint
-from streams.core.nurd import Options, Predictor, make_method
+from streams.core.prediction.methods import Options, Predictor, make_method
 from streams.local import LocalPipeline
 from streams.settings import Settings
 

@@ -1,6 +1,6 @@
 """Cost per checkpoint of online Nurd against the paper's batch refit, on the same jobs.
 
-Both run under the evaluation protocol (``streams.core.evaluation``: oracle tau, the job's true p90) and are
+Both run under the evaluation protocol (``streams.core.evaluation.prediction``: oracle tau, the job's true p90) and are
 timed by ``evaluation.drive`` over every event of each job; the cost is wall time divided by the number of
 checkpoints, so it includes the work done on starts and finishes (model updates), as a stream would pay it.
 """
@@ -12,9 +12,9 @@ from collections import defaultdict
 from typing import Any
 
 from laggard.bench.common import say
-from streams.core.evaluation import drive, job_truth
+from streams.core.evaluation.prediction import drive, job_truth
 from streams.core.events import Event
-from streams.core.nurd import Options, make_method
+from streams.core.prediction.methods import Options, make_method
 
 METHODS = ("nurd", "nurd-batch")
 

@@ -25,9 +25,9 @@ from rich.table import Table
 
 from laggard.commands.options import formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
-from streams.core.evaluation import Metrics, Truth, drive, job_truth, score
+from streams.core.evaluation.prediction import Metrics, Truth, drive, job_truth, score
 from streams.core.events import Event, TaskCheckpoint
-from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method, uses_threshold
+from streams.core.prediction.methods import ALIASES, METHODS, Options, make_method, uses_threshold
 
 DEFAULT_METHODS = ("nurd", "nurd-nc", "supervised", "nurd-batch", "spark", "hadoop", "hst", "elapsed-tau")
 PROTOCOL = (

@@ -4,7 +4,7 @@ Each job of the trace runs every method as ``laggard eval`` does; the flags then
 terminates a flagged task and relaunches it on a new machine, at once (Algorithm 2, ``unlimited``) or only
 when a machine is free (Algorithm 3, ``K`` spare machines plus those the job's finished tasks release). A
 relaunched copy takes a duration drawn from the job's non-straggler durations; each setting is repeated with
-``--repeats`` seeded draws and averaged. The model is written down in ``streams.core.simulation``.
+``--repeats`` seeded draws and averaged. The model is written down in ``streams.core.evaluation.simulation``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,18 @@ from laggard.commands.eval import check_plot_dir, load_jobs, nurd_options, parse
 from laggard.commands.options import formats_epilog, stdout_console
 from laggard.errors import UserError
 from laggard.report.terminal import percent
-from streams.core.evaluation import drive, job_truth
+from streams.core.evaluation.prediction import drive, job_truth
+from streams.core.evaluation.simulation import (
+    Mode,
+    Outcome,
+    TaskTimeline,
+    first_flags,
+    perfect_flags,
+    simulate,
+    timelines,
+)
 from streams.core.events import Event
-from streams.core.nurd.methods import ALIASES, METHODS, Options, make_method
-from streams.core.simulation import Mode, Outcome, TaskTimeline, first_flags, perfect_flags, simulate, timelines
+from streams.core.prediction.methods import ALIASES, METHODS, Options, make_method
 
 DEFAULT_METHODS = "nurd,supervised,spark,hadoop,elapsed-tau"
 PERFECT = "perfect"

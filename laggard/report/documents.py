@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from laggard.report.progress import RunOutcome
-from streams.core.detection_metrics import DetectionScore
+from streams.core.evaluation.detection import DetectionScore
 from streams.core.events import BlacklistDelta
 from streams.core.ranking import Ranking
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from laggard.report.progress import RunOutcome, trace_time
 from laggard.report.terminal import fraction
-from streams.core.detection_metrics import DetectionScore
+from streams.core.evaluation.detection import DetectionScore
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1000px; margin: 2em auto; padding: 0 1em; color: #222; }

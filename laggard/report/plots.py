@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from laggard.report.history import RunHistory
-from streams.core.detection_metrics import Span
+from streams.core.evaluation.detection import Span
 from streams.core.ranking import Ranking
 
 US_PER_H = 3_600_000_000

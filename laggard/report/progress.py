@@ -15,10 +15,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from streams.core.detection_metrics import DetectionScore
+from streams.core.evaluation.avoidance import AvoidSummary, Spans, compare_avoidance
+from streams.core.evaluation.detection import DetectionScore
+from streams.core.evaluation.lift import ForwardLift
 from streams.core.events import BlacklistDelta
-from streams.core.lift import ForwardLift
-from streams.core.simulation import AvoidSummary, Spans, compare_avoidance
 from streams.local import LocalPipeline
 
 US_PER_S = 1_000_000

@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.table import Table
 
 from laggard.report.progress import trace_time
-from streams.core.detection_metrics import DetectionScore
+from streams.core.evaluation.avoidance import AvoidSummary
+from streams.core.evaluation.detection import DetectionScore
+from streams.core.evaluation.lift import LiftResult
 from streams.core.events import BlacklistDelta
-from streams.core.lift import LiftResult
-from streams.core.simulation import AvoidSummary
 
 
 def interval(low: float | None, high: float | None) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 from streams.agents.checkpoint import PartitionStates
 from streams.agents.common import send
-from streams.core.nurd.fleet import PredictorFleet
-from streams.core.nurd.methods import Options
+from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.methods import Options
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
 log = logging.getLogger(__name__)

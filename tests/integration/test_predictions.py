@@ -6,8 +6,8 @@ from pathlib import Path
 
 from producers.registry import open_trace
 from streams.core.events import StragglerPrediction
-from streams.core.nurd.fleet import PredictorFleet
-from streams.core.nurd.methods import Options
+from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.methods import Options
 from streams.settings import Settings
 from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
-from streams.core.nurd.threshold import Threshold
+from streams.core.prediction.threshold import Threshold
 
 
 @dataclass

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from streams.core.evaluation.lift import ForwardLift, wilson
 from streams.core.events import BlacklistDelta, BlacklistEntry, RemovedEntry, Status, TaskFinish
-from streams.core.lift import ForwardLift, wilson
 
 S = 1_000_000
 

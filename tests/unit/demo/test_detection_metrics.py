@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.core.detection_metrics import US_PER_S, DetectionScore, Span
+from streams.core.evaluation.detection import US_PER_S, DetectionScore, Span
 from streams.core.events import BlacklistDelta, BlacklistEntry, RemovedEntry
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.core.nurd.calibration import (
+from streams.core.prediction.nurd.calibration import (
     calibration_delta,
     centroid,
     delta_at_first_prediction,

@@ -8,8 +8,11 @@ import pytest
 
 from producers.readers.google_usage import read_usage
 from streams.core.events import Event, JobStart, Status, TaskCheckpoint, TaskFinish
-from streams.core.nurd import METHODS, NurdJob, Oracle, SpeculationJob, make_method
-from streams.core.nurd.tasks import JobTasks
+from streams.core.prediction.baselines import SpeculationJob
+from streams.core.prediction.methods import METHODS, make_method
+from streams.core.prediction.nurd.nurd import NurdJob
+from streams.core.prediction.tasks import JobTasks
+from streams.core.prediction.threshold import Oracle
 
 FAST = [f"f{i}" for i in range(8)]
 
@@ -81,7 +84,7 @@ def test_nurd_batch_runs_the_same_protocol(traces_dir: Path) -> None:
 
 
 def test_a_restored_snapshot_continues_exactly_where_the_job_was() -> None:
-    from streams.core.nurd.snapshot import restore, snapshot
+    from streams.core.prediction.snapshot import restore, snapshot
 
     events = _job(slow_cpu=3.0)
     half = len(events) // 2

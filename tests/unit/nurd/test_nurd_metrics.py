@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.core.evaluation import job_truth, oracle_tau, score
+from streams.core.evaluation.prediction import job_truth, oracle_tau, score
 from streams.core.events import JobStart, Status, TaskCheckpoint, TaskFinish
 
 

@@ -10,22 +10,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.core.detection_metrics import Span
-from streams.core.events import JobStart, Status, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
-from streams.core.simulation import (
+from streams.core.evaluation.avoidance import (
     Placement,
-    TaskTimeline,
     avoid_blacklist,
     avoidance_by_job,
     compare_avoidance,
-    first_flags,
     listed,
-    perfect_flags,
     random_moves,
-    simulate,
     spans_in_seconds,
-    timelines,
 )
+from streams.core.evaluation.detection import Span
+from streams.core.evaluation.simulation import TaskTimeline, first_flags, perfect_flags, simulate, timelines
+from streams.core.events import JobStart, Status, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
 
 S = 1_000_000
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from streams.core.events import Event, StragglerPrediction
-from streams.core.nurd.baselines import ElapsedTauJob, HadoopJob, OutlierJob, SpeculationJob
-from streams.core.nurd.nurd import NurdJob
-from streams.core.nurd.threshold import JobP90, Oracle, Threshold
+from streams.core.prediction.baselines import ElapsedTauJob, HadoopJob, OutlierJob, SpeculationJob
+from streams.core.prediction.nurd.nurd import NurdJob
+from streams.core.prediction.threshold import JobP90, Oracle, Threshold
 
 
 class Predictor(Protocol):
@@ -48,7 +48,7 @@ def _nurd(weighting: str) -> Callable[[Threshold, Options], Predictor]:
 
 
 def _batch(threshold: Threshold, o: Options) -> Predictor:
-    from streams.core.nurd.batch import NurdBatchJob  # scikit-learn is optional
+    from streams.core.prediction.nurd.batch import NurdBatchJob  # scikit-learn is optional
 
     # "on-change" gives the predictions of refitting at every checkpoint (deterministic fits) in half the time
     return NurdBatchJob(

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
-from streams.core.nurd.tasks import JobTasks
+from streams.core.prediction.tasks import JobTasks
 
 
 def oracle_tau(latencies: Sequence[float]) -> float:

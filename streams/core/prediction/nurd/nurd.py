@@ -40,7 +40,7 @@ Model choice, measured on the four jobs of google2011-nurd-timeseries (oracle ta
   Recent-only positives in g (20 / 50 / 200) and g without elapsed time change nothing (0.455-0.457).
 
 >>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
->>> from streams.core.nurd.threshold import Oracle
+>>> from streams.core.prediction.threshold import Oracle
 >>> job = NurdJob(Oracle(tau_s=0.5), initial_fraction=0.5)
 >>> job.observe(JobStart("j", 0, declared_tasks=2))
 []
@@ -64,9 +64,9 @@ from typing import Any, Literal, cast
 from river import base, compose, linear_model, neighbors, optim, preprocessing
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
-from streams.core.nurd.calibration import delta_at_first_prediction, weight
-from streams.core.nurd.tasks import JobTasks
-from streams.core.nurd.threshold import Threshold
+from streams.core.prediction.nurd.calibration import delta_at_first_prediction, weight
+from streams.core.prediction.tasks import JobTasks
+from streams.core.prediction.threshold import Threshold
 
 Vector = dict[Hashable, Any]  # River's feature dicts
 Weighting = Literal["calibrated", "propensity", "none"]

@@ -13,7 +13,7 @@ paper's protocol literally; "on-change" refits h only when a task finished since
 gives the same predictions (the fit is deterministic: same data, same ``random_state``) for less time.
 
 >>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
->>> from streams.core.nurd.threshold import Oracle
+>>> from streams.core.prediction.threshold import Oracle
 >>> job = NurdBatchJob(Oracle(tau_s=1e9), initial_fraction=0.5)
 >>> _ = job.observe(JobStart("j", 0, declared_tasks=2))
 >>> _ = job.observe(TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {"cpu": 0.1}))
@@ -28,9 +28,9 @@ import math
 from typing import Any, Literal
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
-from streams.core.nurd.calibration import delta_at_first_prediction, weight
-from streams.core.nurd.tasks import Features, JobTasks
-from streams.core.nurd.threshold import Threshold
+from streams.core.prediction.nurd.calibration import delta_at_first_prediction, weight
+from streams.core.prediction.tasks import Features, JobTasks
+from streams.core.prediction.threshold import Threshold
 
 
 class NurdBatchJob:

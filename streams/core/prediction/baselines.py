@@ -28,8 +28,8 @@ import statistics
 from river import anomaly, preprocessing, stats
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
-from streams.core.nurd.tasks import JobTasks
-from streams.core.nurd.threshold import Threshold
+from streams.core.prediction.tasks import JobTasks
+from streams.core.prediction.threshold import Threshold
 
 
 def _flag(event: TaskCheckpoint, method: str, limit_s: float, score: float | None = None) -> StragglerPrediction:
@@ -69,7 +69,7 @@ class ElapsedTauJob(_ElapsedRule):
     """Flag a running task once its elapsed time passes tau (the threshold object: oracle or online).
 
     >>> from streams.core.events import JobStart, Status
-    >>> from streams.core.nurd.threshold import Oracle
+    >>> from streams.core.prediction.threshold import Oracle
     >>> rule = ElapsedTauJob(Oracle(12.0), start_fraction=0.5)
     >>> _ = rule.observe(JobStart("j", 0, declared_tasks=2))
     >>> _ = rule.observe(TaskFinish("j", "b", 0, "n2", 5_000_000, 5_000_000, Status.SUCCEEDED))

@@ -7,7 +7,7 @@ state is pickled inside a versioned envelope of plain data, and a mismatch (anot
 another River release, another method) raises ``SnapshotMismatch``: the caller logs a warning and
 starts the job cold, never crashes. Never unpickle bytes from an untrusted source.
 
->>> from streams.core.nurd import make_method
+>>> from streams.core.prediction.methods import make_method
 >>> job = make_method("nurd", tau_s=300.0)
 >>> envelope = snapshot(job)
 >>> envelope["kind"], envelope["version"], envelope["method"]
@@ -17,7 +17,7 @@ starts the job cold, never crashes. Never unpickle bytes from an untrusted sourc
 >>> restore({**envelope, "version": 0})
 Traceback (most recent call last):
 ...
-streams.core.nurd.snapshot.SnapshotMismatch: snapshot version 0, this build reads 1: start the job cold
+streams.core.prediction.snapshot.SnapshotMismatch: snapshot version 0, this build reads 1: start the job cold
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 
 import river
 
-from streams.core.nurd.methods import Predictor
+from streams.core.prediction.methods import Predictor
 
 KIND = "laggard.nurd.predictor"
 RIVER: str = getattr(river, "__version__", "unknown")

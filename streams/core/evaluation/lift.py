@@ -34,9 +34,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from streams.core.detection_metrics import DetectionScore
+from streams.core.evaluation.avoidance import Placement, spans_in_seconds
+from streams.core.evaluation.detection import DetectionScore
 from streams.core.events import BlacklistDelta, Event, TaskFinish
-from streams.core.simulation import Placement, spans_in_seconds
 
 Z_95 = 1.959963984540054
 

@@ -22,8 +22,8 @@ import heapq
 from typing import Any
 
 from streams.core.events import Event, JobFinish, StragglerPrediction
-from streams.core.nurd.methods import METHODS, Options, Predictor, make_method
-from streams.core.nurd.snapshot import SnapshotMismatch, restore, snapshot
+from streams.core.prediction.methods import METHODS, Options, Predictor, make_method
+from streams.core.prediction.snapshot import SnapshotMismatch, restore, snapshot
 
 SNAPSHOT_VERSION = 1
 

@@ -1,0 +1,1 @@
+"""Nurd (SPEC 4): the latency model h, the propensity model g and their calibration, online and batch."""
