@@ -5,6 +5,8 @@ loop*: generation and detection interleave in event time: the simulator asks bef
 which free nodes it may use, and the answer is the blacklist as the pipeline has it at that moment, so a
 listed node receives no new task and yields no new evidence, as in production. *Oracle*: the scheduler
 avoids exactly the faulty nodes while their faults are active (a yardstick for the job time, not detection).
+*Canary*: the closed loop with a way back: a listed node may still take one task every ``CANARY_EVERY_S``
+(probation), so it keeps yielding a little evidence and can be seen to recover.
 
 The job time change compares the closed loop (or the oracle) with the open loop of the same seed: the same
 jobs with the same work, only placement differs.
@@ -21,10 +23,12 @@ from typing import Any
 from producers.scenarios import ClusterSim, Scenario
 from streams.core.evaluation.detection import DetectionScore, Span
 from streams.core.evaluation.scenarios import RunScore, score_run
+from streams.core.events import TaskStart
 from streams.local import LocalPipeline
 from streams.settings import Settings
 
-LOOPS = ("open", "closed")
+LOOPS = ("open", "closed", "canary")
+CANARY_EVERY_S = 300.0
 
 
 @dataclass
@@ -47,11 +51,13 @@ def run_seed(scenario: Scenario, seed: int, loops: Sequence[str], overrides: dic
     """Every loop of one seed; the open loop always runs (it is the job-time baseline)."""
     open_run, open_jobs = _run(scenario, seed, "open", overrides)
     results = [open_run] if "open" in loops else []
-    if "closed" in loops:
-        closed, closed_jobs = _run(scenario, seed, "closed", overrides)
-        closed.jct_change = _jct_change(open_jobs, closed_jobs)
-        closed.oracle_jct_change = _jct_change(open_jobs, _oracle_jobs(scenario, seed))
-        results.append(closed)
+    oracle = _oracle_jobs(scenario, seed) if set(loops) - {"open"} else {}
+    for loop in ("closed", "canary"):
+        if loop in loops:
+            closed, closed_jobs = _run(scenario, seed, loop, overrides)
+            closed.jct_change = _jct_change(open_jobs, closed_jobs)
+            closed.oracle_jct_change = _jct_change(open_jobs, oracle)
+            results.append(closed)
     return results
 
 
@@ -60,11 +66,18 @@ def _run(scenario: Scenario, seed: int, loop: str, overrides: dict[str, Any]) ->
     settings = Settings(**overrides)
     pipeline = LocalPipeline(settings)
     listed: set[str] = set()
+    canaries: dict[str, int] = {}  # listed node -> time of its last canary task
+    every_us = round(CANARY_EVERY_S * 1e6) if loop == "canary" else None
 
     def placement(candidates: Sequence[str], now_us: int) -> list[str]:
-        return [node for node in candidates if node not in listed]
+        allowed = [node for node in candidates if node not in listed]
+        if every_us is not None:
+            for node in candidates:
+                if node in listed and now_us - canaries.get(node, -every_us) >= every_us:
+                    allowed.append(node)  # offered until it takes a task (seen below as its TaskStart)
+        return allowed
 
-    sim = ClusterSim(scenario, seed, placement if loop == "closed" else None)
+    sim = ClusterSim(scenario, seed, placement if loop != "open" else None)
     truth = sim.ground_truth
     detection = DetectionScore(truth["slow_nodes"], truth["onset_us"])
 
@@ -78,6 +91,8 @@ def _run(scenario: Scenario, seed: int, loop: str, overrides: dict[str, Any]) ->
     for event in sim:
         take(pipeline.feed(event))
         last = event.ts_us
+        if every_us is not None and isinstance(event, TaskStart) and event.node_id in listed:
+            canaries[event.node_id] = event.ts_us
     take(pipeline.finish())
     stays = detection.spans()
     score = score_run(truth["slow_spans"], stays, scenario.nodes, last, settings.max_fraction)

@@ -45,15 +45,17 @@ def parse_seeds(text: str) -> list[int]:
 @click.option("--seeds", default="1-5", show_default=True,
               help=f"seeds to run, e.g. 1-5 or 1,3 (choose settings on others, e.g. {CHOOSING_SEEDS})")
 @click.option("--only", multiple=True, metavar="NAME", help="run only this scenario (repeatable)")
-@click.option("--loop", type=click.Choice(["open", "closed", "both"]), default="both", show_default=True,
-              help="open: the scheduler ignores the list; closed: it honours it")
+@click.option("--loop", "loop_names", type=click.Choice(["open", "closed", "canary", "both", "all"]), default="both",
+              show_default=True, help="open: the scheduler ignores the list; closed: it honours it; canary: it "
+              "honours it but lets a listed node take one task every 5 min (a way back); both: open and "
+              "closed; all: the three")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="processes to use")
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and what each one is, then stop")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
               help="write a timeline PNG per scenario (first seed) into this directory")
 @ranking_options
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout, nothing else")
-def scenarios(seeds: str, only: tuple[str, ...], loop: str, workers: int, list_only: bool,
+def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, list_only: bool,
               plot_dir: Path | None, as_json: bool, **ranking: Any) -> None:
     """Run the fault scenarios through the pipeline and score the blacklist: how soon slow nodes are
     listed, how soon they are released, flaps, chance listings, the cap, and the job time when the
@@ -77,7 +79,7 @@ def scenarios(seeds: str, only: tuple[str, ...], loop: str, workers: int, list_o
     if overrides.get("significance_floor") == "none":
         overrides["significance_floor"] = None
     chosen = [SCENARIOS[name] for name in (only or SCENARIOS)]
-    loops = ["open", "closed"] if loop == "both" else [loop]
+    loops = {"both": ["open", "closed"], "all": ["open", "closed", "canary"]}.get(loop_names, [loop_names])
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"[bold]laggard scenarios[/]: {len(chosen)} scenario(s) x {len(seed_list)} seed(s), "
               f"{'+'.join(loops)} loop, max fraction {settings.max_fraction:g}", highlight=False)

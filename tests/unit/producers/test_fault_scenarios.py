@@ -62,7 +62,7 @@ def test_healthy_hardware_generations_are_not_faults() -> None:
     sim = ClusterSim(_small("hetero-24h", hours=2.0), 1)
     truth = sim.ground_truth
     assert truth["slow_spans"] == {} and truth["slow_nodes"] == []
-    assert sorted(set(truth["hardware"].values())) == [0.9, 1.1]
+    assert sorted(set(truth["hardware"].values())) == [0.95, 1.05]
 
 
 def test_a_node_the_scheduler_refuses_gets_no_task_while_refused() -> None:
