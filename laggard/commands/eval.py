@@ -54,7 +54,7 @@ def evaluate_jobs(
             warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
             scores[name] = evaluate_method(name, jobs, truths, context, online, time.perf_counter_ns)
         f1 = ", ".join(f"{job_id} {s.oracle.f1:.2f}" for job_id, s in scores[name].items())
-        err.print(f"{name}: F1 {f1} ({time.perf_counter() - started:.1f} s)")
+        err.print(f"{name}: F1 {f1} ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
     return [score_row(scores[name][job_id]) for job_id in truths for name in names]
 
 
