@@ -71,7 +71,7 @@ class Settings(BaseSettings):
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
     # "supervised" (Nurd's latency model h alone) by measurement: on the four Google jobs it scores mean F1
     # 0.75 under the oracle threshold and 0.46 under the online one the worker uses, against nurd's 0.46 and
-    # 0.38, whose reweighting inflates most running tasks into false positives (streams/core/nurd/nurd.py).
+    # 0.38, whose reweighting inflates most running tasks into false positives (streams/core/prediction/nurd/nurd.py).
     prediction_method: str = Field("supervised", description="the worker's straggler predictor, a name of "
                                                              "streams.core.prediction.registry.PREDICTORS (laggard "
                                                              "eval --help lists them), or off")
