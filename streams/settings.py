@@ -71,9 +71,10 @@ class Settings(BaseSettings):
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
     # "supervised" (Nurd's latency model h alone) by measurement: on the four Google jobs it scores mean F1
     # 0.75 under the oracle threshold and 0.46 under the online one the worker uses, against nurd's 0.46 and
-    # 0.38, whose reweighting inflates most running tasks into false positives (streams/core/nurd/nurd.py).
-    prediction_method: str = Field("supervised", description="the worker's straggler predictor (laggard eval "
-                                                             "lists them: nurd, supervised, spark-..., ...), or off")
+    # 0.38, whose reweighting inflates most running tasks into false positives (streams/core/prediction/nurd/nurd.py).
+    prediction_method: str = Field("supervised", description="the worker's straggler predictor, a name of "
+                                                             "streams.core.prediction.registry.PREDICTORS (laggard "
+                                                             "eval --help lists them), or off")
     nurd_alpha: float = 0.0
     nurd_epsilon: float = Field(0.05, gt=0, le=1)
     nurd_initial_fraction: float = Field(0.04, gt=0, le=1)
@@ -89,6 +90,16 @@ class Settings(BaseSettings):
             if value.lstrip().startswith("["):
                 return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("prediction_method")
+    @classmethod
+    def _known_predictor(cls, value: str) -> str:
+        # at load, not on the worker's first event: a typo is one line before anything starts
+        from streams.core.prediction.registry import PREDICTORS
+
+        if value != "off" and value not in PREDICTORS:
+            raise ValueError(f"unknown predictor {value!r}; one of: off, {', '.join(PREDICTORS.names())}")
         return value
 
     @field_validator("significance_floor", mode="before")

@@ -11,8 +11,8 @@ from typing import Any
 
 from streams.agents.checkpoint import PartitionStates
 from streams.agents.common import send
+from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
-from streams.core.prediction.methods import Options
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 
 log = logging.getLogger(__name__)
@@ -22,11 +22,11 @@ CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occ
 def register(app: Any, wiring: Any) -> Any:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
     settings = wiring.settings
-    options = Options(alpha=settings.nurd_alpha, epsilon=settings.nurd_epsilon,
-                      initial_fraction=settings.nurd_initial_fraction)
+    context = PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
+                                params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
     states = PartitionStates(
         app, wiring.predict_checkpoints, "predict",
-        lambda p: PredictorFleet(settings.prediction_method, options, wiring.job_idle_timeout_us),
+        lambda p: PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us),
         (TASK_EVENTS.name, JOB_EVENTS.name))
 
     @app.agent(wiring.task_events, name="predict_stragglers")
@@ -37,7 +37,8 @@ def register(app: Any, wiring: Any) -> Any:
             if admitted is None:
                 continue
             fleet, checkpointer, record = admitted
-            for prediction in fleet.observe(record):
+            prediction = fleet.step(record)
+            if prediction is not None:
                 await send(wiring.straggler_predictions, prediction.job_id, prediction)
             if checkpointer.held >= CHECKPOINT_EVERY:
                 await checkpointer.save(stream, fleet.snapshot())
