@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-
 SOURCE_IDLE_TIMEOUT_S = 600.0  # the job idle timeout for sources without job events, when the window allows
 
 

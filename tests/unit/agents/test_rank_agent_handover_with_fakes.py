@@ -15,7 +15,7 @@ from producers.registry import open_trace
 from streams.agents import rank
 from streams.core.events import BlacklistSnapshot, NormalizedTask, Progress
 from streams.core.stages import NormalizeStage
-from streams.local import ranking_config
+from streams.config import ranking_config
 from streams.serde import codec
 from streams.settings import Settings
 
