@@ -103,7 +103,19 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         # is 60 s; a heartbeat thread keeps a busy worker alive).
         broker_session_timeout=15.0,
     )
-    wiring = Wiring(
+    wiring = wire(app, settings, partitions)
+    from streams.agents import normalise, predict, rank
+
+    normalise.register(app, wiring)
+    rank.register(app, wiring)
+    if settings.prediction_method != "off":
+        predict.register(app, wiring)
+    return app
+
+
+def wire(app: faust.App, settings: Settings, partitions: int) -> Wiring:
+    """Declare every topic and table of laggard on ``app``, in one place."""
+    return Wiring(
         settings=settings,
         partitions=partitions,
         ranking_config=ranking_config(settings),
@@ -120,10 +132,3 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         predict_checkpoints=_raw_table(app, "predict-checkpoints", partitions),
         published_snapshot=lambda: kafka_clients.latest_snapshot(settings),
     )
-    from streams.agents import normalise, predict, rank
-
-    normalise.register(app, wiring)
-    rank.register(app, wiring)
-    if settings.prediction_method != "off":
-        predict.register(app, wiring)
-    return app
