@@ -47,7 +47,7 @@ class Pareto:
             return 0.0
         if math.isinf(self.beta):
             return 1.0
-        return 1.0 - (self.t_min / deadline) ** self.beta
+        return 1.0 - float((self.t_min / deadline) ** self.beta)
 
     def mean(self) -> float:
         """E[T] = t_min * beta / (beta - 1) for beta > 1 (the paper's eq. 5), else infinite."""
