@@ -71,3 +71,28 @@ def test_split_reports_wasted_machine_time_for_every_reference() -> None:
     for row in rows:
         for label in ("hawkeye-adaptive", "spark-best-on-train", "hawkeye", "spark-q0.75-m1.5", "spark-q0.9-m3"):
             assert row[label]["wasted_s"] >= 0
+
+
+def test_a_restored_method_continues_with_the_same_flags() -> None:
+    import pickle
+
+    events = list(open_trace("synthetic:nodes=12,slow=1,jobs=20,tasks=10-20,hetero=2,checkpoints=3,seed=4"))
+    half = len(events) // 2
+
+    def run(restart: bool) -> list[tuple[str, str]]:
+        method = AdaptiveHawkeyeMethod(rewards=RewardModel(repeats=1))
+        jobs: dict[str, object] = {}
+        flags = []
+        for i, event in enumerate(events):
+            if restart and i == half:  # a worker restart: state through a pickle, job predictors rebuilt
+                state = pickle.loads(pickle.dumps(method.snapshot()))
+                method = AdaptiveHawkeyeMethod(rewards=RewardModel(repeats=1))
+                method.restore(state)
+                jobs = {}
+            job = jobs.setdefault(event.job_id, method.job(event.job_id, None))
+            flag = step(method, job, event)  # type: ignore[arg-type]
+            if flag is not None:
+                flags.append((flag.job_id, flag.task_id))
+        return flags
+
+    assert run(restart=True) == run(restart=False)

@@ -216,3 +216,16 @@ class AdaptiveHawkeyeMethod:
         cuts = self.rewards.cuts(event.job_id, record.events, flags)
         if cuts and not any(math.isnan(c) for c in cuts.values()):
             self.chooser.learn(record.features, cuts)
+
+    def snapshot(self) -> object:
+        """Host learning, running jobs (pair, shadow flags, events) and the bandit's learned state."""
+        return {"hosts": self.hosts.snapshot(), "jobs": dict(self.jobs), "policy": self.chooser.policy,
+                "learned": self.chooser.jobs}  # fmt: skip
+
+    def restore(self, state: object) -> None:
+        if not isinstance(state, dict) or not isinstance(state.get("policy"), bandit.LinUCBDisjoint):
+            raise ValueError("not a hawkeye-adaptive snapshot")
+        self.hosts.restore(state["hosts"])
+        self.jobs = dict(state["jobs"])
+        self.chooser.policy = state["policy"]
+        self.chooser.jobs = int(state["learned"])

@@ -155,6 +155,21 @@ class HostLearning:
                 )
         return ledger
 
+    def snapshot(self) -> dict[str, object]:
+        """Plain data: each host's relative task and step times, and the ledgers of running jobs."""
+        hosts = {h: (list(e.tasks), list(e.steps)) for h, e in self.book.hosts.items()}
+        return {"hosts": hosts, "ledgers": dict(self.ledgers)}
+
+    def restore(self, state: dict[str, object]) -> None:
+        hosts = state.get("hosts", {})
+        ledgers = state.get("ledgers", {})
+        if not isinstance(hosts, dict) or not isinstance(ledgers, dict):
+            raise ValueError("not a Hawkeye snapshot")
+        self.book.hosts.clear()
+        for host, (tasks, steps) in hosts.items():
+            self.book.add(host, list(tasks), list(steps))
+        self.ledgers = dict(ledgers)
+
 
 class HawkeyeMethod:
     """``hawkeye`` with fixed (quantile, multiplier); defaults are Spark's (0.75, 1.5)."""
@@ -172,3 +187,12 @@ class HawkeyeMethod:
 
     def learn(self, event: Event) -> None:
         self.hosts.learn(event)
+
+    def snapshot(self) -> object:
+        """Cluster-level state for a restart (``StatefulMethod``): the host book and running jobs' ledgers."""
+        return self.hosts.snapshot()
+
+    def restore(self, state: object) -> None:
+        if not isinstance(state, dict):
+            raise ValueError("not a Hawkeye snapshot")
+        self.hosts.restore(state)
