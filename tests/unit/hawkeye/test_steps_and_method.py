@@ -77,6 +77,7 @@ def test_nothing_is_flagged_before_the_quantile_of_tasks_finished() -> None:
 def test_on_a_heterogeneous_cluster_hawkeye_flags_fewer_ordinary_tasks_of_the_slow_tier_than_spark() -> None:
     """Host-relative SR: a task on a legitimately slower tier is a straggler only if slow for that tier."""
     from streams.core.prediction.baselines import SpeculationJob
+    from streams.core.prediction.hawkeye.heldout import _spark_step
 
     trace = open_trace("synthetic:nodes=12,slow=0,jobs=40,tasks=30,hetero=2.5,tiers=2,checkpoints=4,seed=3")
     stretch = trace.ground_truth["host_stretch"]
@@ -94,7 +95,7 @@ def test_on_a_heterogeneous_cluster_hawkeye_flags_fewer_ordinary_tasks_of_the_sl
         if flag is not None and late and stretch[flag.node_id] > 1:
             hawkeye_flags.append((flag.job_id, flag.task_id))
         rule = spark.setdefault(event.job_id, SpeculationJob(0.5, 1.5))
-        spark_flags += [(f.job_id, f.task_id) for f in rule.observe(event) if late and stretch[f.node_id] > 1]
+        spark_flags += [(f.job_id, f.task_id) for f in _spark_step(rule, event) if late and stretch[f.node_id] > 1]
     assert len(hawkeye_flags) < 0.6 * len(spark_flags)
     # what Hawkeye leaves out on the slow tier is the ordinary work Spark flags for running on slow hardware
     mean_work = {name: sum(work[k] for k in flags) / len(flags)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.core.events import Event, TaskCheckpoint
+from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
 from streams.core.prediction.baselines import SpeculationJob
 from streams.core.prediction.hawkeye.adaptive import ARMS, DEFAULT, ArmChooser, ArmOutcome, RewardModel, context
 from streams.core.prediction.hawkeye.ledger import JobLedger
@@ -66,7 +66,7 @@ def replay(events: Iterable[Event], rewards: RewardModel, arms: Sequence[Rule] =
         if isinstance(event, TaskCheckpoint) and event.task_id not in shadow.ledger.finished:
             _hawkeye_flags(hosts, shadow, event, arms)
         for name, rule in shadow.spark.items():
-            for flag in rule.observe(event):
+            for flag in _spark_step(rule, event):
                 shadow.flags.setdefault(name, {}).setdefault(flag.task_id, flag.ts_us / 1e6)
         ended = hosts.learn(event)
         if ended is not None:
@@ -77,6 +77,16 @@ def replay(events: Iterable[Event], rewards: RewardModel, arms: Sequence[Rule] =
             if outcomes:
                 result.append(JobArms(event.job_id, len(ended.finished), context(ended), outcomes))
     return result
+
+
+def _spark_step(rule: SpeculationJob, event: Event) -> list[StragglerPrediction]:
+    """Spark's rule on one event, predict before learn (or its fused ``observe`` before the split of #14)."""
+    observe = getattr(rule, "observe", None)
+    if observe is not None:
+        return list(observe(event))
+    flag = rule.predict(event) if isinstance(event, TaskCheckpoint) else None  # type: ignore[attr-defined,unused-ignore]
+    rule.learn(event)  # type: ignore[attr-defined,unused-ignore]
+    return [] if flag is None else [flag]
 
 
 def _hawkeye_flags(hosts: HostLearning, shadow: _Shadow, event: TaskCheckpoint, arms: Sequence[Rule]) -> None:
