@@ -25,6 +25,10 @@ Model, kept simple on purpose so that a reader can predict what the detectors sh
 * ``load`` > 0 makes durations depend on a node's load at a task's entry: jobs get a type and per-task CPU
   and memory requests, and a task placed where requests exceed the node's capacity is stretched
   (``producers.synthetic_load``). Off by default; ``load=0`` generates exactly the events it always did.
+* Host heterogeneity (``hetero`` > 1; Hawkeye's cluster has three node types): the nodes are split into
+  ``tiers`` equal tiers by a seeded shuffle, and tier t (0 = fastest) runs all work ``hetero ** (t/(tiers-1))``
+  times slower, always (healthy but slower hardware, not a fault; contention stretches on top). The
+  default ``hetero=1`` leaves every node equal and the events exactly as before.
 
 Events come in event-time order from a heap of the running jobs' events, so memory follows the number of
 concurrent jobs, not ``jobs``. Everything is drawn from one ``random.Random(seed)``: equal keys, equal events.
@@ -75,6 +79,9 @@ class SyntheticConfig:
     checkpoints: int = 0
     fail: float = 0.0
     load: float = 0.0  # stretch per unit of over-committed capacity at entry; 0 = no load model
+    # host heterogeneity (module doc): a separate block, defaults leave the cluster homogeneous
+    hetero: float = 1.0
+    tiers: int = 3
 
     def __post_init__(self) -> None:
         problems = [
@@ -91,6 +98,8 @@ class SyntheticConfig:
             self.checkpoints < 0 and "checkpoints must not be negative",
             not 0 <= self.fail < 1 and "fail must be in [0, 1)",
             self.load < 0 and "load must not be negative",
+            self.hetero < 1 and "hetero must be at least 1 (the slowest tier's stretch)",
+            self.tiers < 1 and "tiers must be at least 1",
         ]
         for problem in problems:
             if problem:
@@ -139,6 +148,7 @@ class SyntheticCluster:
         self.node_names = [f"node-{i:0{width}d}" for i in range(config.nodes)]
         self.slow_nodes = frozenset(random.Random(config.seed).sample(range(config.nodes), config.slow))
         self.load_model: NodeLoad | None = None
+        self.host_stretch = _host_stretch(config)
 
     @property
     def ground_truth(self) -> dict[str, Any]:
@@ -148,7 +158,12 @@ class SyntheticCluster:
             "slowdown": self.config.slowdown,
             "contention": self.config.contention,
             "nodes": self.config.nodes,
-        }
+        } | self._heterogeneity()
+
+    def _heterogeneity(self) -> dict[str, Any]:
+        if self.config.hetero == 1.0:
+            return {}
+        return {"host_stretch": {self.node_names[i]: s for i, s in enumerate(self.host_stretch)}}
 
     def __iter__(self) -> Iterator[Event]:
         rng = random.Random(f"{self.config.seed}/events")
@@ -193,6 +208,19 @@ class SyntheticCluster:
         return self.config.slowdown
 
 
+def _host_stretch(config: SyntheticConfig) -> list[float]:
+    """Each node's healthy stretch: 1.0 everywhere unless ``hetero`` > 1 (then by tier, module doc)."""
+    if config.hetero == 1.0:
+        return [1.0] * config.nodes
+    order = list(range(config.nodes))
+    random.Random(f"{config.seed}/hosts").shuffle(order)
+    stretch = [1.0] * config.nodes
+    for rank, node in enumerate(order):
+        tier = rank * config.tiers // config.nodes
+        stretch[node] = config.hetero ** (tier / (config.tiers - 1)) if config.tiers > 1 else config.hetero
+    return stretch
+
+
 class _Task:
     """The attempts of one task: placement, contention, optional failure and retry, checkpoints."""
 
@@ -231,6 +259,7 @@ class _Task:
             work_s *= load.stretch(node, start_us, kind, cpu, memory)
             start = TaskStart(self.job_id, self.task_id, attempt, name, start_us, task_type=kind, cpu_request=cpu,
                               memory_request=memory)  # fmt: skip
+        work_s *= self.cluster.host_stretch[node]  # slower hardware: more wall time for the same work
         duration = self._duration_us(start_us, work_s * US_PER_S, stretch)
         if load is not None and self.profile is not None:
             load.add(node, start_us, start_us + duration, self.profile[1], self.profile[2])
