@@ -72,25 +72,28 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, di
             f"job {job_id}: {first['n_tasks']} tasks, {first['n_stragglers']} stragglers, tau {first['tau_s']:.0f} s"
         )
         table = Table(title=title, title_justify="left")
-        columns = ("TPR", "FPR", "FNR", "F1", "flag at", "late", "in time", "F1 in time", "F1 online", "µs/ckpt")
+        columns = (
+            "TPR", "FPR", "FNR", "F1", "precision", "flag at", "late", "in time", "F1 in time", "F1 online", "µs/ckpt"
+        )  # fmt: skip
         for column in ("method", *columns):
             table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
         for r in mine:
             online = r["online"]
             table.add_row(
-                r["method"], _fmt(r["tpr"]), _fmt(r["fpr"]), _fmt(r["fnr"]), _fmt(r["f1"]),
+                r["method"], _fmt(r["tpr"]), _fmt(r["fpr"]), _fmt(r["fnr"]), _fmt(r["f1"]), _fmt(r["precision"]),
                 _fmt(r["mean_flag_time"]), str(r["late_flags"]), f"{r['in_time']}/{r['n_stragglers']}",
                 _fmt(r["f1_in_time"]), _fmt(online["f1"] if online else None),
                 f"{r['us_per_checkpoint']:.0f}",
             )  # fmt: skip
         out.print(table)
     table = Table(title="mean over jobs", title_justify="left")
-    for column in ("method", "F1", "TPR", "FPR", "F1 in time", "F1 online", "µs/ckpt"):
+    for column in ("method", "F1", "precision", "TPR", "FPR", "F1 in time", "F1 online", "µs/ckpt"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for name, s in summary.items():
         online = s["online"]
         table.add_row(
-            name, _fmt(s["mean_f1"]), _fmt(s["mean_tpr"]), _fmt(s["mean_fpr"]), _fmt(s["mean_f1_in_time"]),
+            name, _fmt(s["mean_f1"]), _fmt(s["mean_precision"]), _fmt(s["mean_tpr"]), _fmt(s["mean_fpr"]),
+            _fmt(s["mean_f1_in_time"]),
             _fmt(online["f1"] if online else None), f"{s['us_per_checkpoint']:.0f}",
         )  # fmt: skip
     out.print(table)
@@ -98,7 +101,8 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, di
         "'flag at' = mean elapsed/duration when a true straggler is first flagged; 'late' = flags raised only on "
         "the checkpoint that coincides with the finish (not counted as predictions); 'in time' = stragglers flagged "
         "early enough that a copy relaunched at the flag, taking the job's median latency, would finish first; "
-        "'F1 in time' counts the others as missed.",
+        "'F1 in time' counts the others as missed; 'precision' = flagged tasks that were stragglers (Hawkeye's "
+        "straggler-identification precision).",
         markup=False,
     )
 

@@ -87,7 +87,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
         table.add_column("method", no_wrap=True)
         for key in settings:
             label = spares_label(key)
-            for column in ("JCT cut", "relaunches", "success"):
+            for column in ("JCT cut", "relaunches", "success", "wasted"):
                 table.add_column(f"{label}: {column}" if column == "JCT cut" else column, justify="right")
         for name in dict.fromkeys(r["method"] for r in mine):
             cells = []
@@ -95,7 +95,8 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
                 r = next(r for r in mine if r["method"] == name and str(r["spares"]) == key)
                 asked = r["relaunches"] + r["unserved"]
                 relaunches = _count(r["relaunches"]) + (f" of {_count(asked)}" if r["unserved"] else "")
-                cells += [percent(r["reduction"]), relaunches, percent(r["success_rate"])]
+                wasted = f"{r['wasted_s'] / 3600:.2f} h"
+                cells += [percent(r["reduction"]), relaunches, percent(r["success_rate"]), wasted]
             table.add_row(name, *cells)
         out.print(table)
     table = Table(title="mean over jobs", title_justify="left")

@@ -61,6 +61,12 @@ class Metrics:
     in_time: int | None = None
     f1_in_time: float | None = None
 
+    @property
+    def precision(self) -> float:
+        """Flagged tasks that were stragglers, TP / (TP + FP): the straggler-identification precision Hawkeye
+        reports (its Figures 8-15); 0 when nothing was flagged."""
+        return _ratio(self.tp, self.tp + self.fp)
+
 
 def _ratio(a: int, b: int) -> float:
     return a / b if b else 0.0

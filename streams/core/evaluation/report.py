@@ -29,7 +29,8 @@ ONLINE = "online threshold: tau = p90 of the job's latency estimates known at th
 
 
 def _metrics_fields(m: Metrics) -> dict[str, Any]:
-    return {"tpr": m.tpr, "fpr": m.fpr, "fnr": m.fnr, "f1": m.f1, "in_time": m.in_time, "f1_in_time": m.f1_in_time}
+    return {"tpr": m.tpr, "fpr": m.fpr, "fnr": m.fnr, "f1": m.f1, "precision": m.precision, "in_time": m.in_time,
+            "f1_in_time": m.f1_in_time}  # fmt: skip
 
 
 def score_row(s: MethodScore) -> dict[str, Any]:
@@ -59,6 +60,7 @@ def summarise(rows: Sequence[dict[str, Any]], methods: Sequence[str]) -> dict[st
         checkpoints = sum(r["checkpoints"] for r in mine)
         entry: dict[str, Any] = {
             "mean_f1": statistics.fmean(r["f1"] for r in mine),
+            "mean_precision": statistics.fmean(r["precision"] for r in mine),
             "mean_tpr": statistics.fmean(r["tpr"] for r in mine),
             "mean_fpr": statistics.fmean(r["fpr"] for r in mine),
             "mean_fnr": statistics.fmean(r["fnr"] for r in mine),

@@ -17,7 +17,7 @@ hyperparameters from ``context.params`` (Nurd: ``nurd_alpha``, ``nurd_epsilon``)
 Traceback (most recent call last):
 ...
 ValueError: unknown predictor 'nope'; one of: nurd, nurd-nc, supervised, nurd-batch, spark-q0.75-m1.5, \
-spark-q0.9-m3, hadoop, hst, elapsed-tau
+spark-q0.9-m3, hadoop, hst, elapsed-tau, hawkeye, hawkeye-adaptive
 """
 
 from __future__ import annotations
@@ -110,3 +110,21 @@ PREDICTORS.register("hadoop", _hadoop, "Hadoop: after 5 % finished, elapsed > me
 PREDICTORS.register("hst", _hst, "HalfSpaceTrees on checkpoint features: anomaly score in the job's top tenth")
 # A yardstick, not a predictor: what knowing tau and elapsed time alone is worth under the same protocol.
 PREDICTORS.register("elapsed-tau", _elapsed_tau, "yardstick: flag once elapsed time passes tau")
+
+
+def _hawkeye(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.hawkeye.factories import make_hawkeye
+
+    return make_hawkeye(context)
+
+
+def _hawkeye_adaptive(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.hawkeye.factories import make_hawkeye_adaptive
+
+    return make_hawkeye_adaptive(context)
+
+
+PREDICTORS.register("hawkeye", _hawkeye, "Hawkeye q0.75/m1.5: per-host straggling ratio and Pareto PoF (speculate)")
+PREDICTORS.register(
+    "hawkeye-adaptive", _hawkeye_adaptive, "Hawkeye, (q, m) per job type and size by River LinUCB on ended jobs' JCT"
+)
