@@ -40,7 +40,7 @@ kafka-down: venv
 
 lint: venv
 	$(VENV)/bin/ruff check --no-cache laggard streams producers adapters tests
-	$(VENV)/bin/mypy streams/core
+	$(VENV)/bin/mypy streams
 
 unit: venv
 	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q tests/unit streams producers adapters

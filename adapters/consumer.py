@@ -24,18 +24,13 @@ from adapters.base import Applier, ApplyError, prefix
 from adapters.follower import Change, Follower, Gap, Refusal, Skip, Step
 from streams import kafka_clients
 from streams.core.events import BlacklistDelta, BlacklistSnapshot
-from streams.errors import BrokerUnavailable
+from streams.errors import TopicMissing
 from streams.serde import codec
-from streams.serde.topics import BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT
+from streams.serde.topics import BLACKLIST_DELTAS
 from streams.settings import Settings
 
 log = logging.getLogger("laggard.adapters")
 
-SNAPSHOT_READ_TIMEOUT_S = 60.0
-
-
-class TopicMissing(RuntimeError):
-    """A blacklist topic does not exist on the broker."""
 
 
 class _Stop(Exception):
@@ -115,30 +110,9 @@ class BlacklistConsumer:
         return self._process(lambda: self.follower.on_snapshot(snapshot))
 
     def _latest_snapshot(self) -> BlacklistSnapshot | None:
-        consumer = kafka_clients.consumer(self.settings, consumer_timeout_ms=1000)
-        try:
-            partitions = self._partitions(consumer, BLACKLIST_SNAPSHOT.name)
-            consumer.assign(partitions)
-            consumer.seek_to_beginning(*partitions)
-            end = consumer.end_offsets(partitions)
-            latest: BlacklistSnapshot | None = None
-            deadline = time.monotonic() + SNAPSHOT_READ_TIMEOUT_S
-            while any(consumer.position(tp) < end[tp] for tp in partitions):
-                if time.monotonic() > deadline:
-                    raise BrokerUnavailable(
-                        self.settings.bootstrap_servers,
-                        f"{BLACKLIST_SNAPSHOT.name} could not be read to its end",
-                    )
-                for records in consumer.poll(timeout_ms=int(self.poll_timeout_s * 1000)).values():
-                    for record in records:
-                        snapshot = self._decode(record, BlacklistSnapshot)
-                        if snapshot is None or snapshot.cluster_id != self.follower.cluster_id:
-                            continue
-                        if latest is None or snapshot.version >= latest.version:
-                            latest = snapshot
-            return latest
-        finally:
-            consumer.close()
+        return kafka_clients.latest_snapshot(
+            self.settings, self.follower.cluster_id, missing_ok=False,
+            decode=lambda record: self._decode(record, BlacklistSnapshot), poll_timeout_s=self.poll_timeout_s)
 
     def _follow(self) -> None:
         consumer = kafka_clients.consumer(self.settings)

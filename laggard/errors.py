@@ -8,15 +8,9 @@ import click
 class UserError(click.ClickException):
     """A mistake the user can fix (missing file, bad option, unreachable broker).
 
-    Click prints ``Error: <message>`` on stderr and exits with status 1.
+    Click prints ``Error: <message>`` on stderr and exits with status 1. An unreachable broker is
+    ``streams.errors.BrokerUnavailable`` (raised below the CLI); ``laggard.cli.main`` prints it the same way.
     """
 
     exit_code = 1
 
-
-class BrokerUnreachable(UserError):
-    """No Kafka broker answered at the bootstrap address."""
-
-    def __init__(self, bootstrap: str, detail: str = "") -> None:
-        hint = " (start one with `laggard kafka start`, or pass --bootstrap HOST:PORT)"
-        super().__init__(f"no Kafka broker answers at {bootstrap}{hint}" + (f": {detail}" if detail else ""))

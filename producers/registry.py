@@ -36,7 +36,8 @@ FORMATS: dict[str, str] = {
     "alibaba2017-tasks": "FILE: batch_task.csv of Alibaba v2017 (job-level: JobStart/JobFinish per task)",
     "csv": "FILE with header job_id,task_id,node_id,start_us,end_us,status[,attempt,task_type,speculative]",
     "synthetic": "key=value,... generated cluster with known slow nodes; keys nodes, slow, jobs, tasks (N or LO-HI), "
-    "seed, slowdown, onset (s), shape, scale (s), contention (cpu|memory), interarrival (s), checkpoints, fail",
+    "seed, slowdown, onset (s), shape, scale (s), contention (cpu|memory), interarrival (s), checkpoints, fail, load, "
+    "hetero (slowest tier's stretch, 1 = equal nodes), tiers",
     "scenario": "NAME[,seed=N,nodes=N,hours=H,rate=R] a fault scenario of `laggard scenarios --list` (open loop)",
 }
 

@@ -22,6 +22,13 @@ Model, kept simple on purpose so that a reader can predict what the detectors sh
   causal features: ``progress`` (fraction of the work done, as Hadoop reports it), ``progress_rate`` (per
   second), ``cpu_rate`` (share of a core the task received lately, noisy) and ``mem_pressure`` (noisy;
   high on a memory-contended node).
+* ``load`` > 0 makes durations depend on a node's load at a task's entry: jobs get a type and per-task CPU
+  and memory requests, and a task placed where requests exceed the node's capacity is stretched
+  (``producers.synthetic_load``). Off by default; ``load=0`` generates exactly the events it always did.
+* Host heterogeneity (``hetero`` > 1; Hawkeye's cluster has three node types): the nodes are split into
+  ``tiers`` equal tiers by a seeded shuffle, and tier t (0 = fastest) runs all work ``hetero ** (t/(tiers-1))``
+  times slower, always (healthy but slower hardware, not a fault; contention stretches on top). The
+  default ``hetero=1`` leaves every node equal and the events exactly as before.
 
 Events come in event-time order from a heap of the running jobs' events, so memory follows the number of
 concurrent jobs, not ``jobs``. Everything is drawn from one ``random.Random(seed)``: equal keys, equal events.
@@ -46,6 +53,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from producers.readers.common import RANK, US_PER_S
+from producers.synthetic_load import NodeLoad
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish, TaskStart
 
 CONTENTION = ("cpu", "memory")
@@ -70,6 +78,10 @@ class SyntheticConfig:
     interarrival: float = 30.0
     checkpoints: int = 0
     fail: float = 0.0
+    load: float = 0.0  # stretch per unit of over-committed capacity at entry; 0 = no load model
+    # host heterogeneity (module doc): a separate block, defaults leave the cluster homogeneous
+    hetero: float = 1.0
+    tiers: int = 3
 
     def __post_init__(self) -> None:
         problems = [
@@ -85,6 +97,9 @@ class SyntheticConfig:
             self.interarrival < 0 and "interarrival must not be negative",
             self.checkpoints < 0 and "checkpoints must not be negative",
             not 0 <= self.fail < 1 and "fail must be in [0, 1)",
+            self.load < 0 and "load must not be negative",
+            self.hetero < 1 and "hetero must be at least 1 (the slowest tier's stretch)",
+            self.tiers < 1 and "tiers must be at least 1",
         ]
         for problem in problems:
             if problem:
@@ -132,6 +147,8 @@ class SyntheticCluster:
         width = len(str(config.nodes - 1))
         self.node_names = [f"node-{i:0{width}d}" for i in range(config.nodes)]
         self.slow_nodes = frozenset(random.Random(config.seed).sample(range(config.nodes), config.slow))
+        self.load_model: NodeLoad | None = None
+        self.host_stretch = _host_stretch(config)
 
     @property
     def ground_truth(self) -> dict[str, Any]:
@@ -141,10 +158,16 @@ class SyntheticCluster:
             "slowdown": self.config.slowdown,
             "contention": self.config.contention,
             "nodes": self.config.nodes,
-        }
+        } | self._heterogeneity()
+
+    def _heterogeneity(self) -> dict[str, Any]:
+        if self.config.hetero == 1.0:
+            return {}
+        return {"host_stretch": {self.node_names[i]: s for i, s in enumerate(self.host_stretch)}}
 
     def __iter__(self) -> Iterator[Event]:
         rng = random.Random(f"{self.config.seed}/events")
+        self.load_model = NodeLoad(self.config.load, self.config.seed) if self.config.load else None
         pending: list[tuple[int, int, int, int, int, Event]] = []
         arrival = 0.0
         for job in range(self.config.jobs):
@@ -163,10 +186,15 @@ class SyntheticCluster:
         job_id = f"job-{job:05d}"
         t_min = self.config.scale * math.exp(rng.gauss(0.0, _JOB_SIGMA))
         events: list[Event] = [JobStart(job_id, arrival_us, declared_tasks=count)]
+        profile, starts = None, []
+        if self.load_model is not None:  # the load model: tasks in start order, so each sees those before it
+            self.load_model.forget_before(arrival_us)
+            profile = self.load_model.job_profile()
+            starts = sorted(arrival_us + round(rng.uniform(0, _LAUNCH_DELAY_S) * US_PER_S) for _ in range(count))
         for task in range(count):
-            start = arrival_us + round(rng.uniform(0, _LAUNCH_DELAY_S) * US_PER_S)
+            start = starts[task] if starts else arrival_us + round(rng.uniform(0, _LAUNCH_DELAY_S) * US_PER_S)
             work = t_min * rng.paretovariate(self.config.shape)
-            events += _Task(self, rng, job_id, str(task)).run(start, work)
+            events += _Task(self, rng, job_id, str(task), profile).run(start, work)
         end = max(e.ts_us for e in events)
         events.append(JobFinish(job_id, end))
         return [(e.ts_us, RANK[type(e)], job, i, 0, e) for i, e in enumerate(events)]
@@ -180,11 +208,32 @@ class SyntheticCluster:
         return self.config.slowdown
 
 
+def _host_stretch(config: SyntheticConfig) -> list[float]:
+    """Each node's healthy stretch: 1.0 everywhere unless ``hetero`` > 1 (then by tier, module doc)."""
+    if config.hetero == 1.0:
+        return [1.0] * config.nodes
+    order = list(range(config.nodes))
+    random.Random(f"{config.seed}/hosts").shuffle(order)
+    stretch = [1.0] * config.nodes
+    for rank, node in enumerate(order):
+        tier = rank * config.tiers // config.nodes
+        stretch[node] = config.hetero ** (tier / (config.tiers - 1)) if config.tiers > 1 else config.hetero
+    return stretch
+
+
 class _Task:
     """The attempts of one task: placement, contention, optional failure and retry, checkpoints."""
 
-    def __init__(self, cluster: SyntheticCluster, rng: random.Random, job_id: str, task_id: str) -> None:
+    def __init__(
+        self,
+        cluster: SyntheticCluster,
+        rng: random.Random,
+        job_id: str,
+        task_id: str,
+        profile: tuple[str, float, float] | None = None,
+    ) -> None:
         self.cluster, self.rng, self.job_id, self.task_id = cluster, rng, job_id, task_id
+        self.profile = profile  # (type, CPU request, memory request) under the load model
         self.onset_us = round(cluster.config.onset * US_PER_S)
 
     def run(self, start_us: int, work_s: float) -> list[Event]:
@@ -204,8 +253,17 @@ class _Task:
     def _attempt(self, attempt: int, node: int, start_us: int, work_s: float, status: Status) -> list[Event]:
         name = self.cluster.node_names[node]
         stretch = self.cluster.stretch(self.rng, node)
+        load, start = self.cluster.load_model, TaskStart(self.job_id, self.task_id, attempt, name, start_us)
+        if load is not None and self.profile is not None:
+            kind, cpu, memory = self.profile
+            work_s *= load.stretch(node, start_us, kind, cpu, memory)
+            start = TaskStart(self.job_id, self.task_id, attempt, name, start_us, task_type=kind, cpu_request=cpu,
+                              memory_request=memory)  # fmt: skip
+        work_s *= self.cluster.host_stretch[node]  # slower hardware: more wall time for the same work
         duration = self._duration_us(start_us, work_s * US_PER_S, stretch)
-        events: list[Event] = [TaskStart(self.job_id, self.task_id, attempt, name, start_us)]
+        if load is not None and self.profile is not None:
+            load.add(node, start_us, start_us + duration, self.profile[1], self.profile[2])
+        events: list[Event] = [start]
         for k in range(1, self.cluster.config.checkpoints + 1):
             elapsed = duration * k // (self.cluster.config.checkpoints + 1)
             features = self._features(start_us, elapsed, work_s * US_PER_S, stretch)

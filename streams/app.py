@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import logging
 import ssl
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 import faust
+from faust.types import TopicT
+from faust.types.auth import CredentialsT
 
-from streams.core.ranking_config import RankingConfig
-from streams.local import SECOND_US, ranking_config
+from streams import kafka_clients
+from streams.config import ranking_config
 from streams.serde import topics as registry
 from streams.settings import Settings
+from streams.wiring import CheckpointTable, Wiring
 
 log = logging.getLogger(__name__)
 CHECKPOINT_MAX_BYTES = 32 * 1024 * 1024
@@ -34,47 +36,14 @@ PRODUCER_LINGER_S = 0.01
 PRODUCER_BATCH_BYTES = 256 * 1024
 
 
-@dataclass
-class Wiring:
-    """Topics, tables and settings handed to the agents' ``register`` functions."""
-
-    settings: Settings
-    partitions: int
-    ranking_config: RankingConfig
-    task_events: Any
-    node_samples: Any
-    ranking_feed: Any
-    node_scores: Any
-    blacklist_deltas: Any
-    blacklist_snapshot: Any
-    dead_letters: Any
-    normalise_checkpoints: Any
-    rank_checkpoints: Any
-    straggler_predictions: Any
-    predict_checkpoints: Any
-    task_events_types: tuple[type, ...] = registry.TASK_EVENTS.value_types + registry.JOB_EVENTS.value_types
-    ranking_feed_types: tuple[type, ...] = registry.RANKING_FEED.value_types
-
-    @property
-    def cluster_id(self) -> str:
-        return self.settings.cluster_id
-
-    @property
-    def period_us(self) -> int:
-        return self.ranking_config.period_us
-
-    @property
-    def job_idle_timeout_us(self) -> int:
-        return round(self.settings.job_idle_timeout_s * SECOND_US)
-
-    def published_snapshot(self) -> Any:
-        """The newest BlacklistSnapshot of this cluster already on ``blacklist-snapshot``, or None."""
-        from streams.kafka_clients import latest_snapshot
-
-        return latest_snapshot(self.settings)
+def prepare_data_dir(settings: Settings) -> Path:
+    """Create Faust's data directory with its parents (Faust makes only the last level), wherever the worker
+    starts; return it."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return settings.data_dir
 
 
-def broker_credentials(settings: Settings) -> Any:
+def broker_credentials(settings: Settings) -> CredentialsT | None:
     """Faust's credentials object for the security settings (None for PLAINTEXT)."""
     protocol = settings.security_protocol
     if protocol == "PLAINTEXT":
@@ -90,13 +59,13 @@ def broker_credentials(settings: Settings) -> Any:
     return faust.SSLCredentials(context)
 
 
-def _raw_topic(app: faust.App, topic: registry.Topic, partitions: int, *more: registry.Topic) -> Any:
+def _raw_topic(app: faust.App, topic: registry.Topic, partitions: int, *more: registry.Topic) -> TopicT:
     names = [topic.name, *(other.name for other in more)]
     return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
                      partitions=topic.partitions or partitions, internal=False)
 
 
-def _raw_table(app: faust.App, name: str, partitions: int) -> Any:
+def _raw_table(app: faust.App, name: str, partitions: int) -> CheckpointTable:
     # bytes as key and value types make Faust use the raw serializer both when writing and when it rebuilds the
     # table from its changelog after a restart (a schema alone covers only the writing side).
     # A checkpoint is one value holding a stage's whole state (the ranking's grows with the samples in its
@@ -112,7 +81,7 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         broker=[f"kafka://{address}" for address in settings.bootstrap_servers.split(",")],
         broker_credentials=broker_credentials(settings),
         store=settings.store,
-        datadir=str(settings.data_dir),
+        datadir=str(prepare_data_dir(settings)),
         topic_partitions=partitions,
         topic_replication_factor=settings.replication_factor,
         key_serializer="raw",
@@ -134,7 +103,19 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         # is 60 s; a heartbeat thread keeps a busy worker alive).
         broker_session_timeout=15.0,
     )
-    wiring = Wiring(
+    wiring = wire(app, settings, partitions)
+    from streams.agents import normalise, predict, rank
+
+    normalise.register(app, wiring)
+    rank.register(app, wiring)
+    if settings.prediction_method != "off":
+        predict.register(app, wiring)
+    return app
+
+
+def wire(app: faust.App, settings: Settings, partitions: int) -> Wiring:
+    """Declare every topic and table of laggard on ``app``, in one place."""
+    return Wiring(
         settings=settings,
         partitions=partitions,
         ranking_config=ranking_config(settings),
@@ -149,11 +130,5 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         rank_checkpoints=_raw_table(app, "rank-checkpoints", 1),
         straggler_predictions=_raw_topic(app, registry.STRAGGLER_PREDICTIONS, partitions),
         predict_checkpoints=_raw_table(app, "predict-checkpoints", partitions),
+        published_snapshot=lambda: kafka_clients.latest_snapshot(settings),
     )
-    from streams.agents import normalise, predict, rank
-
-    normalise.register(app, wiring)
-    rank.register(app, wiring)
-    if settings.prediction_method != "off":
-        predict.register(app, wiring)
-    return app

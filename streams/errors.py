@@ -11,3 +11,7 @@ class BrokerUnavailable(RuntimeError):
         message = f"no Kafka broker answers at {bootstrap}"
         message += " (start one with `laggard kafka start`, or pass --bootstrap HOST:PORT)"
         super().__init__(message + (f": {detail}" if detail else ""))
+
+
+class TopicMissing(RuntimeError):
+    """A topic laggard reads does not exist on the broker."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
@@ -18,12 +18,13 @@ from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 from kafka.structs import TopicPartition
 
 from streams.core.events import BlacklistSnapshot
-from streams.errors import BrokerUnavailable
+from streams.errors import BrokerUnavailable, TopicMissing
 from streams.serde import codec
 from streams.serde.topics import BLACKLIST_SNAPSHOT, TOPICS, Topic
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
+KafkaRecord = Any  # kafka-python's ConsumerRecord: a namedtuple the library does not type
 
 
 def probe(bootstrap: str, timeout_s: float = 3.0) -> None:
@@ -123,35 +124,55 @@ def create_topics(settings: Settings, topics: tuple[Topic, ...] = TOPICS) -> dic
         client.close()
 
 
-def read_to_end(settings: Settings, topic: str, timeout_s: float = 30.0) -> Iterator[Any]:
-    """Every record now on ``topic`` (all partitions, from the beginning), then stop; kafka-python records."""
+def read_to_end(settings: Settings, topic: str, *, missing_ok: bool = True, timeout_s: float | None = None,
+                poll_timeout_s: float = 0.5) -> Iterator[KafkaRecord]:
+    """Every record now on ``topic`` (all partitions, from the beginning), then stop.
+
+    A topic that does not exist holds nothing (``missing_ok``) or raises TopicMissing. Not at the end within
+    ``timeout_s`` (default: the setting ``snapshot_read_timeout_s``) raises BrokerUnavailable.
+    """
     client = consumer(settings, consumer_timeout_ms=1000)
     try:
         partitions = [TopicPartition(topic, p) for p in sorted(client.partitions_for_topic(topic) or ())]
         if not partitions:
-            return
+            if missing_ok:
+                return
+            raise TopicMissing(f"topic {topic} does not exist at {settings.bootstrap_servers} "
+                               "(create it with `laggard topics create`)")
         client.assign(partitions)
         client.seek_to_beginning(*partitions)
         end = client.end_offsets(partitions)
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + (settings.snapshot_read_timeout_s if timeout_s is None else timeout_s)
         while any(client.position(tp) < end[tp] for tp in partitions):
             if time.monotonic() > deadline:
                 raise BrokerUnavailable(settings.bootstrap_servers, f"{topic} could not be read to its end")
-            for records in client.poll(timeout_ms=500).values():
+            for records in client.poll(timeout_ms=int(poll_timeout_s * 1000)).values():
                 yield from records
     finally:
         client.close()
 
 
-def latest_snapshot(settings: Settings) -> BlacklistSnapshot | None:
-    """The newest BlacklistSnapshot of ``settings.cluster_id`` on ``blacklist-snapshot``."""
+def decode_snapshot(record: KafkaRecord) -> BlacklistSnapshot | None:
+    """The BlacklistSnapshot in a record; None, silently, for anything else."""
+    try:
+        snapshot = codec.decode(record.value)
+    except codec.DecodeError:
+        return None
+    return snapshot if isinstance(snapshot, BlacklistSnapshot) else None
+
+
+def latest_snapshot(settings: Settings, cluster_id: str | None = None, *, missing_ok: bool = True,
+                    decode: Callable[[KafkaRecord], BlacklistSnapshot | None] = decode_snapshot,
+                    poll_timeout_s: float = 0.5) -> BlacklistSnapshot | None:
+    """The newest BlacklistSnapshot of ``cluster_id`` (default: the settings') on ``blacklist-snapshot``: what
+    the adapters resynchronise from and the ranking continues after. ``decode`` may count and report bad
+    records; see ``read_to_end`` for the rest."""
+    cluster = settings.cluster_id if cluster_id is None else cluster_id
     latest: BlacklistSnapshot | None = None
-    for record in read_to_end(settings, BLACKLIST_SNAPSHOT.name):
-        try:
-            snapshot = codec.decode(record.value)
-        except codec.DecodeError:
-            continue
-        if isinstance(snapshot, BlacklistSnapshot) and snapshot.cluster_id == settings.cluster_id and (
+    for record in read_to_end(settings, BLACKLIST_SNAPSHOT.name, missing_ok=missing_ok,
+                              poll_timeout_s=poll_timeout_s):
+        snapshot = decode(record)
+        if snapshot is not None and snapshot.cluster_id == cluster and (
             latest is None or snapshot.version >= latest.version
         ):
             latest = snapshot

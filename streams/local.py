@@ -12,8 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kafka.partitioner.default import murmur2
-
+from streams.config import SECOND_US, job_idle_timeout_us, partition_for, ranking_config
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -22,35 +21,12 @@ from streams.core.events import (
     Progress,
     validate,
 )
-from streams.core.ranking_config import RankingConfig
+from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import NormalizeStage, RankResult, RankStage, boundary_at_or_before
 from streams.settings import Settings
 
-SECOND_US = 1_000_000
-
-
-def partition_for(key: str, partitions: int) -> int:
-    """The partition Kafka's default partitioner picks for a UTF-8 string key."""
-    if partitions == 1:
-        return 0
-    return int(murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % partitions
-
-
-def ranking_config(settings: Settings) -> RankingConfig:
-    """The pure ranking configuration from the operator's settings."""
-    return RankingConfig(
-        policy=settings.policy,
-        window_size_us=round(settings.window_size_s * SECOND_US),
-        period_us=round(settings.ranking_period_s * SECOND_US),
-        min_tasks=settings.min_tasks,
-        significance_floor=settings.significance_floor,
-        max_fraction=settings.max_fraction,
-        min_dwell_periods=settings.min_dwell_periods,
-        allow_list=frozenset(settings.allow_list),
-        deny_list=frozenset(settings.deny_list),
-        seed=settings.seed,
-        cluster_id=settings.cluster_id,
-    )
+# Re-exported for callers that imported them from here before streams.config existed.
+__all__ = ["SECOND_US", "LocalPipeline", "RunCounts", "partition_for", "ranking_config"]
 
 
 @dataclass
@@ -81,13 +57,16 @@ class LocalPipeline:
                  on_ranking: Callable[[RankResult], None] | None = None) -> None:
         self.config = ranking_config(settings)
         self.partitions = partitions
-        period = self.config.period_us
-        idle = round(settings.job_idle_timeout_s * SECOND_US)
+        period, idle = self.config.period_us, job_idle_timeout_us(settings)
         self._stages = [NormalizeStage(p, partitions, period, idle) for p in range(partitions)]
-        self.rank_stage = RankStage(self.config, partitions)
+        self.ranking = PublishedRanking(RankStage(self.config, partitions), scores=False)
         self.counts = RunCounts()
         self.on_ranking = on_ranking
         self.last_ranking: RankResult | None = None
+
+    @property
+    def rank_stage(self) -> RankStage:
+        return self.ranking.stage
 
     @property
     def blacklist(self) -> BlacklistSnapshot:
@@ -115,7 +94,7 @@ class LocalPipeline:
             # Samples flushed here were emitted at the last event time: rank through the boundary after it,
             # so the final ranking includes every job of the trace.
             end = boundary_at_or_before(self.counts.last_ts_us, self.config.period_us) + self.config.period_us
-            deltas.extend(self._collect(self.rank_stage.finish(end)))
+            deltas.extend(self._collect(self.ranking.finish(end)))
         return deltas
 
     def run(self, events: Iterable[Event], finish: bool = True) -> Iterator[BlacklistDelta]:
@@ -131,20 +110,18 @@ class LocalPipeline:
 
     def _forward(self, samples: list[NormalizedTask], progress: Progress | None) -> list[BlacklistDelta]:
         for sample in samples:
-            self.rank_stage.add(sample)
+            self.ranking.take(sample)  # a sample alone ranks nothing
         self.counts.samples += len(samples)
-        if progress is None:
-            return []
-        return self._collect(self.rank_stage.progress(progress))
+        return [] if progress is None else self._collect(self.ranking.take(progress))
 
-    def _collect(self, results: list[RankResult]) -> list[BlacklistDelta]:
+    def _collect(self, publications: list[Publication]) -> list[BlacklistDelta]:
         deltas = []
-        for result in results:
+        for publication in publications:
             self.counts.rankings += 1
-            self.last_ranking = result
+            self.last_ranking = publication.result
             if self.on_ranking is not None:
-                self.on_ranking(result)
-            if result.delta is not None:
+                self.on_ranking(publication.result)
+            if publication.delta is not None:
                 self.counts.deltas += 1
-                deltas.append(result.delta)
+                deltas.append(publication.delta)
         return deltas

@@ -14,8 +14,23 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+SOURCE_IDLE_TIMEOUT_S = 600.0  # the job idle timeout for sources without job events, when the window allows
+
+
+def derived_job_idle_timeout_s(window_size_s: float, wait_for_job_events: bool) -> float:
+    """The job idle timeout nobody chose: the window where job events end jobs (a lost JobFinish only),
+    else a sixth of the window at most 600 s, like ``laggard run`` on traces without job ends, so that
+    a job's samples are ranked for most of the window after it went quiet.
+
+    >>> derived_job_idle_timeout_s(3600.0, True), derived_job_idle_timeout_s(3600.0, False)
+    (3600.0, 600.0)
+    >>> derived_job_idle_timeout_s(1200.0, False)
+    200.0
+    """
+    return window_size_s if wait_for_job_events else min(SOURCE_IDLE_TIMEOUT_S, window_size_s / 6)
 
 
 class Settings(BaseSettings):
@@ -47,10 +62,15 @@ class Settings(BaseSettings):
     # --- Statistics and ranking (SPEC 3) ----------------------------------------------------
     window_size_s: float = Field(3600.0, gt=0, description="hopping window size, event time")
     ranking_period_s: float = Field(300.0, gt=0, description="ranking period = window step, event time")
-    job_idle_timeout_s: float = Field(3600.0, gt=0, description="a job with no event for this long is final")
     wait_for_job_events: bool = Field(
         True, description="workers rank a period only once job-events passed it too; false for sources "
                           "that publish no job events (CSV, Alibaba instance tables)"
+    )
+    # Never above the window (refused): a job final only after its tasks left the window is never ranked.
+    # 0 (the default) means derived from the window; the object always holds the derived value.
+    job_idle_timeout_s: float = Field(
+        0.0, ge=0, description="a job with no event for this long is final; at most the window [default 0: the "
+                               "window, or min(600, window / 6) with LAGGARD_WAIT_FOR_JOB_EVENTS=false]"
     )
     idle_stream_timeout_s: float = Field(
         60.0, ge=0, description="wall-clock seconds a silent stream (a partition's job events, or a partition "
@@ -71,15 +91,38 @@ class Settings(BaseSettings):
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
     # "supervised" (Nurd's latency model h alone) by measurement: on the four Google jobs it scores mean F1
     # 0.75 under the oracle threshold and 0.46 under the online one the worker uses, against nurd's 0.46 and
-    # 0.38, whose reweighting inflates most running tasks into false positives (streams/core/nurd/nurd.py).
-    prediction_method: str = Field("supervised", description="the worker's straggler predictor (laggard eval "
-                                                             "lists them: nurd, supervised, spark-..., ...), or off")
+    # 0.38, whose reweighting inflates most running tasks into false positives (streams/core/prediction/nurd/nurd.py).
+    prediction_method: str = Field("supervised", description="the worker's straggler predictor, a name of "
+                                                             "streams.core.prediction.registry.PREDICTORS (laggard "
+                                                             "eval --help lists them), or off")
     nurd_alpha: float = 0.0
     nurd_epsilon: float = Field(0.05, gt=0, le=1)
     nurd_initial_fraction: float = Field(0.04, gt=0, le=1)
 
     # --- Data -------------------------------------------------------------------------------
     traces_dir: Path = Field(Path("../shared/traces"), description="where the public traces live")
+
+    # --- Adapters and the ranking's cold start ----------------------------------------------
+    snapshot_read_timeout_s: float = Field(
+        60.0, gt=0, description="seconds allowed to read blacklist-snapshot to its end (adapters, ranking)"
+    )
+
+    @field_validator("job_idle_timeout_s")
+    @classmethod
+    def _idle_within_window(cls, value: float, info: ValidationInfo) -> float:
+        window = info.data.get("window_size_s")
+        if value and window is not None and value > window:
+            raise ValueError(f"{value:g} s exceeds the window LAGGARD_WINDOW_SIZE_S={window:g} s: jobs final "
+                             "only after their tasks left the window would never be ranked")
+        return value
+
+    @model_validator(mode="after")
+    def _derive_job_idle_timeout(self) -> Settings:
+        # Written past validation, so model_fields_set still tells whether someone chose it.
+        if not self.job_idle_timeout_s:
+            self.__dict__["job_idle_timeout_s"] = derived_job_idle_timeout_s(
+                self.window_size_s, self.wait_for_job_events)
+        return self
 
     @field_validator("allow_list", "deny_list", mode="before")
     @classmethod
@@ -89,6 +132,16 @@ class Settings(BaseSettings):
             if value.lstrip().startswith("["):
                 return json.loads(value)
             return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("prediction_method")
+    @classmethod
+    def _known_predictor(cls, value: str) -> str:
+        # at load, not on the worker's first event: a typo is one line before anything starts
+        from streams.core.prediction.registry import PREDICTORS
+
+        if value != "off" and value not in PREDICTORS:
+            raise ValueError(f"unknown predictor {value!r}; one of: off, {', '.join(PREDICTORS.names())}")
         return value
 
     @field_validator("significance_floor", mode="before")

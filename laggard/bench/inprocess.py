@@ -14,7 +14,8 @@ from typing import Any
 from laggard.bench.common import rate
 from producers.registry import open_trace
 from streams.core.events import Event, TaskCheckpoint
-from streams.core.prediction.methods import Options, Predictor, make_method
+from streams.core.prediction.base import PredictionContext
+from streams.core.prediction.fleet import PredictorFleet
 from streams.local import LocalPipeline
 from streams.settings import Settings
 
@@ -40,23 +41,22 @@ def statistics_path(settings: Settings, events: list[Event]) -> dict[str, Any]:
             "rankings": counts.rankings, "deltas": deltas, "invalid": sum(counts.invalid.values())}  # fmt: skip
 
 
-def nurd_options(settings: Settings) -> Options:
-    return Options(alpha=settings.nurd_alpha, epsilon=settings.nurd_epsilon,
-                   initial_fraction=settings.nurd_initial_fraction)  # fmt: skip
+def nurd_options(settings: Settings) -> PredictionContext:
+    """The predictors' context from the settings (Nurd's alpha and epsilon, the initial fraction)."""
+    params = {"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon}
+    return PredictionContext(initial_fraction=settings.nurd_initial_fraction, params=params, seed=settings.seed)
 
 
 def nurd_path(settings: Settings, events: list[Event]) -> dict[str, Any]:
     """Events per second of live Nurd (online p90 threshold, one predictor per job) over ``events``."""
-    options = nurd_options(settings)
-    predictors: dict[str, Predictor] = {}
+    # no idle expiry: every job keeps its predictor to the end, as the bench always measured
+    fleet = PredictorFleet("nurd", nurd_options(settings), job_idle_timeout_us=2**62)
+    jobs = {event.job_id for event in events}
     flags = 0
     started = time.perf_counter()
     for event in events:
-        predictor = predictors.get(event.job_id)
-        if predictor is None:
-            predictor = predictors[event.job_id] = make_method("nurd", None, options)
-        flags += len(predictor.observe(event))
+        flags += fleet.step(event) is not None
     seconds = time.perf_counter() - started
     checkpoints = sum(isinstance(event, TaskCheckpoint) for event in events)
-    return {"pipeline_seconds": seconds, "pipeline_per_s": rate(len(events), seconds), "jobs": len(predictors),
+    return {"pipeline_seconds": seconds, "pipeline_per_s": rate(len(events), seconds), "jobs": len(jobs),
             "checkpoints": checkpoints, "checkpoints_per_s": rate(checkpoints, seconds), "flags": flags}  # fmt: skip

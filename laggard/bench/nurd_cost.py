@@ -1,7 +1,7 @@
 """Cost per checkpoint of online Nurd against the paper's batch refit, on the same jobs.
 
 Both run under the evaluation protocol (``streams.core.evaluation.prediction``: oracle tau, the job's true p90) and are
-timed by ``evaluation.drive`` over every event of each job; the cost is wall time divided by the number of
+timed by ``evaluation.runner.replay_jobs`` over every event of each job; the cost is wall time divided by the number of
 checkpoints, so it includes the work done on starts and finishes (model updates), as a stream would pay it.
 """
 
@@ -12,9 +12,12 @@ from collections import defaultdict
 from typing import Any
 
 from laggard.bench.common import say
-from streams.core.evaluation.prediction import drive, job_truth
+from streams.core.evaluation.prediction import job_truth
+from streams.core.evaluation.runner import replay_jobs
 from streams.core.events import Event
-from streams.core.prediction.methods import Options, make_method
+from streams.core.prediction.base import PredictionContext
+from streams.core.prediction.registry import build_method
+from streams.core.prediction.threshold import Oracle
 
 METHODS = ("nurd", "nurd-batch")
 
@@ -26,7 +29,7 @@ def by_job(events: list[Event]) -> dict[str, list[Event]]:
     return jobs
 
 
-def nurd_cost(events: list[Event], job_ids: tuple[str, ...], options: Options) -> dict[str, Any]:
+def nurd_cost(events: list[Event], job_ids: tuple[str, ...], context: PredictionContext) -> dict[str, Any]:
     """Microseconds per checkpoint of each method over the jobs ``job_ids`` of ``events``."""
     jobs = by_job(events)
     missing = [job for job in job_ids if job not in jobs]
@@ -36,11 +39,13 @@ def nurd_cost(events: list[Event], job_ids: tuple[str, ...], options: Options) -
     checkpoints = dict.fromkeys(METHODS, 0)
     rows = []
     for job in job_ids:
-        truth = job_truth(jobs[job], options.initial_fraction)
+        truth = job_truth(jobs[job], context.initial_fraction)
         row: dict[str, Any] = {"job": job, "events": len(jobs[job])}
         for method in METHODS:
             say(f"nurd cost: {method} on job {job} ({len(jobs[job])} events)")
-            run = drive(make_method(method, truth.tau_s, options).observe, jobs[job], time.perf_counter_ns)
+            runs = replay_jobs(build_method(method, context), {job: jobs[job]}, {job: Oracle(truth.tau_s)},
+                               time.perf_counter_ns)  # fmt: skip
+            run = runs[job]
             elapsed_ns[method] += run.elapsed_ns
             checkpoints[method] += run.checkpoints
             row[f"{method}_us_per_checkpoint"] = run.us_per_checkpoint

@@ -10,10 +10,8 @@ what a live deployment can do, and both results are reported.
 
 from __future__ import annotations
 
-import statistics
 import time
 import warnings
-from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,137 +21,41 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import formats_epilog, settings_with, stdout_console
+from laggard.commands.options import formats_epilog, stdout_console
+from laggard.commands.prediction_options import (
+    check_plot_dir,
+    load_jobs,
+    method_choices,
+    parse_methods,
+    prediction_context,
+    require_checkpoints,
+)
 from laggard.errors import UserError
-from streams.core.evaluation.prediction import Metrics, Truth, drive, job_truth, score
-from streams.core.events import Event, TaskCheckpoint
-from streams.core.prediction.methods import ALIASES, METHODS, Options, make_method, uses_threshold
+from streams.core.evaluation.report import ONLINE, PROTOCOL, score_row, summarise
+from streams.core.evaluation.runner import MethodScore, evaluate_method, job_truths
+from streams.core.events import Event
+from streams.core.prediction.base import PredictionContext
 
 DEFAULT_METHODS = ("nurd", "nurd-nc", "supervised", "nurd-batch", "spark", "hadoop", "hst", "elapsed-tau")
-PROTOCOL = (
-    "oracle threshold: a straggler is a task at or above its job's true p90 latency "
-    "(sorted(latencies)[int(0.9 n)]), and tau-based methods flag against that same tau, as in the Nurd paper; "
-    "each task counts once (flagged at a checkpoint before it finished); FPR excludes the initial training set"
-)
-ONLINE = "online threshold: tau = p90 of the job's latency estimates known at the time (no oracle)"
 
 
-def parse_methods(text: str) -> list[str]:
-    """Method names from a comma list, ``spark`` expanding to both parameter sets."""
-    names: list[str] = []
-    for raw in text.split(","):
-        name = raw.strip()
-        if not name:
-            continue
-        expanded = ALIASES.get(name, (name,))
-        for item in expanded:
-            if item not in METHODS:
-                known = ", ".join([*METHODS, *ALIASES])
-                raise UserError(f"unknown method {name!r}: choose from {known}")
-            if item not in names:
-                names.append(item)
-    if not names:
-        raise UserError("--methods names no method")
-    return names
-
-
-def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
-    """The trace's events grouped by job, and the trace (for its counters)."""
-    from producers.registry import open_trace
-
-    try:
-        trace = open_trace(spec)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from None
-    jobs: dict[str, list[Event]] = defaultdict(list)
-    try:
-        for event in trace:
-            jobs[event.job_id].append(event)
-    except (ValueError, OSError) as exc:
-        raise UserError(f"reading {spec}: {exc}") from None
-    err.print(f"read {trace.events} events of {len(jobs)} jobs ({trace.bad_rows} bad rows skipped)")
-    return dict(jobs), trace
-
-
-def require_checkpoints(jobs: dict[str, list[Event]], spec: str, hint: str = "") -> None:
-    """Methods flag running tasks at their checkpoints: a trace with none would score 0 everywhere."""
-    if not any(isinstance(e, TaskCheckpoint) for events in jobs.values() for e in events):
-        raise UserError(
-            f"{spec} has no task checkpoints, so no method can flag a running task: use a trace with usage "
-            f"series (google2011-usage:DIR){hint}"
-        )
-
-
-def check_plot_dir(plot: str | None) -> None:
-    """Fail before the work, not after it, when the plot could not be written."""
-    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
-        raise UserError(f"cannot write plot {plot}: its directory does not exist")
-
-
-def nurd_options(alpha: float | None, initial_fraction: float | None = None) -> Options:
-    """The methods' hyperparameters: the settings, with the command line on top."""
-    settings = settings_with()
-    return Options(
-        alpha=settings.nurd_alpha if alpha is None else alpha,
-        epsilon=settings.nurd_epsilon,
-        initial_fraction=settings.nurd_initial_fraction if initial_fraction is None else initial_fraction,
-    )
-
-
-def _metrics_fields(m: Metrics) -> dict[str, Any]:
-    return {"tpr": m.tpr, "fpr": m.fpr, "fnr": m.fnr, "f1": m.f1, "in_time": m.in_time, "f1_in_time": m.f1_in_time}
-
-
-def run_method(name: str, events: list[Event], truth: Truth, options: Options, online: bool) -> dict[str, Any]:
-    """One row of the report: the method on one job, oracle tau, and the online threshold beside it."""
-    tau_based = uses_threshold(name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
-        run = drive(make_method(name, truth.tau_s, options).observe, events, time.perf_counter_ns)
-        second = drive(make_method(name, None, options).observe, events, time.perf_counter_ns) if (
-            online and tau_based
-        ) else None  # fmt: skip
-    m = score(truth.durations_s, run.first_flag_elapsed_s(), truth.initial, truth.tau_s, truth.median_s)
-    row: dict[str, Any] = {
-        "job_id": "", "method": name, "n_tasks": m.n_tasks, "n_stragglers": m.n_stragglers,
-        **_metrics_fields(m), "us_per_checkpoint": run.us_per_checkpoint,
-        "tau_s": truth.tau_s, "relaunch_s": truth.median_s, "uses_tau": tau_based, "n_initial": m.n_initial,
-        "tp": m.tp, "fp": m.fp, "fn": m.fn, "tn": m.tn, "late_flags": m.late, "mean_flag_time": m.flag_time,
-        "checkpoints": run.checkpoints, "elapsed_ns": run.elapsed_ns, "online": None,
-    }  # fmt: skip
-    if second is not None:
-        o = score(truth.durations_s, second.first_flag_elapsed_s(), truth.initial, truth.tau_s, truth.median_s)
-        row["online"] = {**_metrics_fields(o), "us_per_checkpoint": second.us_per_checkpoint,
-                         "late_flags": o.late, "mean_flag_time": o.flag_time}  # fmt: skip
-    return row
-
-
-def summarise(rows: list[dict[str, Any]], methods: list[str]) -> dict[str, dict[str, Any]]:
-    """Means over jobs per method; us_per_checkpoint is total time over total checkpoints."""
-    summary: dict[str, dict[str, Any]] = {}
-    for name in methods:
-        mine = [r for r in rows if r["method"] == name]
-        if not mine:
-            continue
-        checkpoints = sum(r["checkpoints"] for r in mine)
-        entry: dict[str, Any] = {
-            "mean_f1": statistics.fmean(r["f1"] for r in mine),
-            "mean_tpr": statistics.fmean(r["tpr"] for r in mine),
-            "mean_fpr": statistics.fmean(r["fpr"] for r in mine),
-            "mean_fnr": statistics.fmean(r["fnr"] for r in mine),
-            "mean_f1_in_time": statistics.fmean(r["f1_in_time"] for r in mine),
-            "us_per_checkpoint": sum(r["elapsed_ns"] for r in mine) / 1e3 / checkpoints if checkpoints else 0.0,
-            "jobs": len(mine),
-            "online": None,
-        }
-        online = [r["online"] for r in mine if r["online"] is not None]
-        if online:
-            keys = ("f1", "tpr", "fpr", "f1_in_time")
-            entry["online"] = {key: statistics.fmean(o[key] for o in online) for key in keys}
-        summary[name] = entry
-    return summary
+def evaluate_jobs(
+    jobs: dict[str, list[Event]], names: list[str], context: PredictionContext, online: bool, err: Console
+) -> list[dict[str, Any]]:
+    """Rows of every method on every job that can be scored (job by job, methods in the given order)."""
+    truths, skipped = job_truths(jobs, context.initial_fraction)
+    for job_id, reason in skipped.items():
+        err.print(f"job {job_id}: {reason}, skipped")
+    events = sum(len(jobs[job_id]) for job_id in truths)
+    scores: dict[str, dict[str, MethodScore]] = {}
+    for name in names:
+        started = time.perf_counter()
+        with err.status(f"{name} on {len(truths)} job(s) ({events:,} events)"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
+            scores[name] = evaluate_method(name, jobs, truths, context, online, time.perf_counter_ns)
+        f1 = ", ".join(f"{job_id} {s.oracle.f1:.2f}" for job_id, s in scores[name].items())
+        err.print(f"{name}: F1 {f1} ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
+    return [score_row(scores[name][job_id]) for job_id in truths for name in names]
 
 
 def _fmt(value: float | None) -> str:
@@ -170,25 +72,28 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, di
             f"job {job_id}: {first['n_tasks']} tasks, {first['n_stragglers']} stragglers, tau {first['tau_s']:.0f} s"
         )
         table = Table(title=title, title_justify="left")
-        columns = ("TPR", "FPR", "FNR", "F1", "flag at", "late", "in time", "F1 in time", "F1 online", "µs/ckpt")
+        columns = (
+            "TPR", "FPR", "FNR", "F1", "precision", "flag at", "late", "in time", "F1 in time", "F1 online", "µs/ckpt"
+        )  # fmt: skip
         for column in ("method", *columns):
             table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
         for r in mine:
             online = r["online"]
             table.add_row(
-                r["method"], _fmt(r["tpr"]), _fmt(r["fpr"]), _fmt(r["fnr"]), _fmt(r["f1"]),
+                r["method"], _fmt(r["tpr"]), _fmt(r["fpr"]), _fmt(r["fnr"]), _fmt(r["f1"]), _fmt(r["precision"]),
                 _fmt(r["mean_flag_time"]), str(r["late_flags"]), f"{r['in_time']}/{r['n_stragglers']}",
                 _fmt(r["f1_in_time"]), _fmt(online["f1"] if online else None),
                 f"{r['us_per_checkpoint']:.0f}",
             )  # fmt: skip
         out.print(table)
     table = Table(title="mean over jobs", title_justify="left")
-    for column in ("method", "F1", "TPR", "FPR", "F1 in time", "F1 online", "µs/ckpt"):
+    for column in ("method", "F1", "precision", "TPR", "FPR", "F1 in time", "F1 online", "µs/ckpt"):
         table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
     for name, s in summary.items():
         online = s["online"]
         table.add_row(
-            name, _fmt(s["mean_f1"]), _fmt(s["mean_tpr"]), _fmt(s["mean_fpr"]), _fmt(s["mean_f1_in_time"]),
+            name, _fmt(s["mean_f1"]), _fmt(s["mean_precision"]), _fmt(s["mean_tpr"]), _fmt(s["mean_fpr"]),
+            _fmt(s["mean_f1_in_time"]),
             _fmt(online["f1"] if online else None), f"{s['us_per_checkpoint']:.0f}",
         )  # fmt: skip
     out.print(table)
@@ -196,7 +101,8 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, di
         "'flag at' = mean elapsed/duration when a true straggler is first flagged; 'late' = flags raised only on "
         "the checkpoint that coincides with the finish (not counted as predictions); 'in time' = stragglers flagged "
         "early enough that a copy relaunched at the flag, taking the job's median latency, would finish first; "
-        "'F1 in time' counts the others as missed.",
+        "'F1 in time' counts the others as missed; 'precision' = flagged tasks that were stragglers (Hawkeye's "
+        "straggler-identification precision).",
         markup=False,
     )
 
@@ -233,7 +139,7 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
     "--methods",
     default=",".join(DEFAULT_METHODS),
     show_default=True,
-    help=f"comma list of: {', '.join([*METHODS, *ALIASES])}",
+    help=f"comma list of: {method_choices()}",
 )
 @click.option(
     "--alpha",
@@ -256,40 +162,23 @@ def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float 
           as_json: bool, plot: str | None) -> None:  # fmt: skip
     names = parse_methods(methods)
     check_plot_dir(plot)
-    options = nurd_options(alpha, initial_fraction)
+    context = prediction_context(alpha, initial_fraction)
     err = Console(stderr=True)
     jobs, trace = load_jobs(spec, err)
     if not jobs:
         raise UserError(f"no job found in {spec}")
     require_checkpoints(jobs, spec)
-    rows = evaluate_jobs(jobs, names, options, online, err)
+    rows = evaluate_jobs(jobs, names, context, online, err)
     summary = summarise(rows, names)
+    alpha_used = context.params["nurd_alpha"]
     if plot:
-        plot_f1(rows, names, plot, f"F1 per job and method, alpha {options.alpha:g}: {spec}")
+        plot_f1(rows, names, plot, f"F1 per job and method, alpha {alpha_used:g}: {spec}")
         err.print(f"wrote {plot}")
     if as_json:
-        document = {"trace": spec, "protocol": PROTOCOL, "online_threshold": ONLINE, "alpha": options.alpha,
-                    "epsilon": options.epsilon, "initial_fraction": options.initial_fraction,
+        document = {"trace": spec, "protocol": PROTOCOL, "online_threshold": ONLINE, "alpha": alpha_used,
+                    "epsilon": context.params["nurd_epsilon"], "initial_fraction": context.initial_fraction,
                     "bad_rows": trace.bad_rows, "jobs": rows, "summary": summary}  # fmt: skip
         click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
         print_tables(stdout_console(), rows, summary)
 
-
-def evaluate_jobs(
-    jobs: dict[str, list[Event]], names: list[str], options: Options, online: bool, err: Console
-) -> list[dict[str, Any]]:
-    rows = []
-    for job_id, events in jobs.items():
-        truth = job_truth(events, options.initial_fraction)
-        if len(truth.durations_s) < 2:
-            err.print(f"job {job_id}: fewer than 2 finished tasks, skipped")
-            continue
-        for name in names:
-            started = time.perf_counter()
-            with err.status(f"job {job_id}: {name} ({len(events):,} events)"):  # a spinner on a terminal
-                row = run_method(name, events, truth, options, online)
-            row["job_id"] = job_id
-            rows.append(row)
-            err.print(f"job {job_id} {name}: F1 {row['f1']:.2f} ({time.perf_counter() - started:.1f} s)")
-    return rows

@@ -40,12 +40,13 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
         return Settings(**given)
     except SettingsError as exc:  # a variable that could not even be parsed
         raise click.UsageError(f"invalid setting: {exc}") from exc
-    except ValidationError as exc:
+    except ValidationError as exc:  # a value out of range, or a combination refused: one line, exit 1
         problems = "; ".join(
-            f"LAGGARD_{'_'.join(str(part) for part in error['loc']).upper()}={error.get('input')!r}: {error['msg']}"
+            f"LAGGARD_{'_'.join(str(part) for part in error['loc']).upper()}={error.get('input')!r}: "
+            + error["msg"].removeprefix("Value error, ")
             for error in exc.errors()
         )
-        raise click.UsageError(f"invalid setting {problems}") from exc
+        raise UserError(f"invalid setting {problems}") from None
 
 
 def _check_address(bootstrap: str) -> None:

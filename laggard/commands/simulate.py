@@ -9,10 +9,7 @@ relaunched copy takes a duration drawn from the job's non-straggler durations; e
 
 from __future__ import annotations
 
-import random
-import statistics
 import warnings
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +18,21 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.eval import check_plot_dir, load_jobs, nurd_options, parse_methods, require_checkpoints
 from laggard.commands.options import formats_epilog, stdout_console
+from laggard.commands.prediction_options import (
+    check_plot_dir,
+    load_jobs,
+    method_choices,
+    parse_methods,
+    prediction_context,
+    require_checkpoints,
+)
 from laggard.errors import UserError
 from laggard.report.terminal import percent
-from streams.core.evaluation.prediction import drive, job_truth
-from streams.core.evaluation.simulation import (
-    Mode,
-    Outcome,
-    TaskTimeline,
-    first_flags,
-    perfect_flags,
-    simulate,
-    timelines,
-)
-from streams.core.events import Event
-from streams.core.prediction.methods import ALIASES, METHODS, Options, make_method
+from streams.core.evaluation.mitigation import PERFECT, PERFECT_NOTE, simulate_jobs, summarise
+from streams.core.evaluation.simulation import Mode
 
 DEFAULT_METHODS = "nurd,supervised,spark,hadoop,elapsed-tau"
-PERFECT = "perfect"
-PERFECT_NOTE = (
-    "'perfect' is a yardstick, not a method: every true straggler flagged at its first checkpoint, nothing else"
-)
 MODES = {
     "relaunch": "a flagged task is terminated and relaunched on a new machine (Nurd's schedulers)",
     "speculate": "a flagged task keeps running beside a copy on a new machine; the first to finish wins",
@@ -80,84 +70,6 @@ def spares_label(spares: int | str | None) -> str:
     return "unlimited" if spares is None or spares == "unlimited" else f"{spares} spare"
 
 
-def simulate_job(
-    job_id: str,
-    events: list[Event],
-    names: list[str],
-    options: Options,
-    spares_settings: list[int | None],
-    repeats: int,
-    seed: int,
-    online: bool,
-    mode: Mode = "relaunch",
-) -> list[dict[str, Any]] | str:
-    """Rows (one per method and spares setting) for one job, or why it cannot be simulated."""
-    truth = job_truth(events, options.initial_fraction)
-    tasks = timelines(events)
-    pool = sorted(d for d in truth.durations_s.values() if d < truth.tau_s)
-    if len(tasks) < 2:
-        return "fewer than 2 finished tasks"
-    if not pool:  # every task at or above the p90: all alike, nothing is a straggler
-        return "every task at its job's p90 (no non-straggler to draw from)"
-    flags: dict[str, dict[str, float]] = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
-        for name in names:
-            run = drive(make_method(name, None if online else truth.tau_s, options).observe, events)
-            flags[name] = first_flags(run.flags)
-    flags[PERFECT] = perfect_flags(tasks, truth.durations_s, truth.tau_s)
-    rows = []
-    for name, flagged in flags.items():
-        for spares in spares_settings:
-            # a string seed is hashed with SHA-512: the same draws on every run and machine, shared by the methods
-            outcomes = [
-                simulate(tasks, flagged, partial(random.Random(f"{seed}/{job_id}/{r}").choice, pool), spares, mode)
-                for r in range(repeats)
-            ]
-            rows.append(_row(job_id, name, spares, outcomes, tasks, truth.tau_s))
-    return rows
-
-
-def _row(
-    job_id: str, name: str, spares: int | None, outcomes: list[Outcome], tasks: dict[str, TaskTimeline], tau: float
-) -> dict[str, Any]:
-    relaunches = sum(o.relaunches for o in outcomes)
-    return {
-        "job_id": job_id,
-        "method": name,
-        "spares": "unlimited" if spares is None else spares,
-        "n_tasks": len(tasks),
-        "tau_s": tau,
-        "jct_base_s": outcomes[0].jct_base_s,
-        "jct_s": statistics.fmean(o.jct_s for o in outcomes),
-        "reduction": statistics.fmean(o.reduction for o in outcomes),
-        "relaunches": relaunches / len(outcomes),
-        "success_rate": sum(o.successes for o in outcomes) / relaunches if relaunches else None,
-        "unserved": statistics.fmean(o.unserved for o in outcomes),
-        "wasted_s": statistics.fmean(o.wasted_s for o in outcomes),
-    }
-
-
-def summarise(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """method -> spares setting -> mean reduction over jobs, relaunches per job, overall success rate."""
-    summary: dict[str, dict[str, dict[str, Any]]] = {}
-    for row in rows:
-        summary.setdefault(row["method"], {}).setdefault(str(row["spares"]), {"rows": []})["rows"].append(row)
-    for settings in summary.values():
-        for key, entry in settings.items():
-            mine = entry.pop("rows")
-            relaunches = sum(r["relaunches"] for r in mine)
-            successes = sum(r["relaunches"] * (r["success_rate"] or 0.0) for r in mine)
-            settings[key] = {
-                "mean_reduction": statistics.fmean(r["reduction"] for r in mine),
-                "relaunches_per_job": relaunches / len(mine),
-                "success_rate": successes / relaunches if relaunches else None,
-                "wasted_s_per_job": statistics.fmean(r["wasted_s"] for r in mine),
-                "jobs": len(mine),
-            }
-    return summary
-
-
 def _count(value: float) -> str:
     """A count averaged over draws: whole numbers without a decimal point."""
     return f"{value:.0f}" if value == int(value) else f"{value:.1f}"
@@ -175,7 +87,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
         table.add_column("method", no_wrap=True)
         for key in settings:
             label = spares_label(key)
-            for column in ("JCT cut", "relaunches", "success"):
+            for column in ("JCT cut", "relaunches", "success", "wasted"):
                 table.add_column(f"{label}: {column}" if column == "JCT cut" else column, justify="right")
         for name in dict.fromkeys(r["method"] for r in mine):
             cells = []
@@ -183,7 +95,8 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
                 r = next(r for r in mine if r["method"] == name and str(r["spares"]) == key)
                 asked = r["relaunches"] + r["unserved"]
                 relaunches = _count(r["relaunches"]) + (f" of {_count(asked)}" if r["unserved"] else "")
-                cells += [percent(r["reduction"]), relaunches, percent(r["success_rate"])]
+                wasted = f"{r['wasted_s'] / 3600:.2f} h"
+                cells += [percent(r["reduction"]), relaunches, percent(r["success_rate"]), wasted]
             table.add_row(name, *cells)
         out.print(table)
     table = Table(title="mean over jobs", title_justify="left")
@@ -241,7 +154,7 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str, ti
     "--methods",
     default=DEFAULT_METHODS,
     show_default=True,
-    help=f"comma list of: {', '.join([*METHODS, *ALIASES])} ('perfect' is always added as a yardstick)",
+    help=f"comma list of: {method_choices()} ('perfect' is always added as a yardstick)",
 )
 @click.option(
     "--spares",
@@ -279,28 +192,20 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
     names = parse_methods(",".join(n for n in methods.split(",") if n.strip() != PERFECT))
     spares_settings = parse_spares(spares)
     check_plot_dir(plot)
-    options = nurd_options(alpha)
+    context = prediction_context(alpha)
     err = Console(stderr=True)
     jobs, trace = load_jobs(spec, err)
     require_checkpoints(jobs, spec, hint=". What honouring the blacklist would save is in laggard run's report.")
+    with err.status(f"{', '.join(names)} on {len(jobs)} job(s)"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
+        results = simulate_jobs(jobs, names, context, spares_settings, repeats, seed, threshold == "online", mode)
     rows: list[dict[str, Any]] = []
-    for job_id, events in jobs.items():
-        job_rows = simulate_job(
-            job_id, events, names, options, spares_settings, repeats, seed, threshold == "online", mode
-        )
+    for job_id, job_rows in results.items():
         if isinstance(job_rows, str):
             err.print(f"job {job_id}: {job_rows}, skipped")
             continue
         rows += job_rows
-        best = max((r for r in job_rows if r["method"] != PERFECT), key=lambda r: r["reduction"], default=None)
-        if best is not None:
-            setting = spares_label(best["spares"])
-            change = "shorter" if best["reduction"] >= 0 else "longer"
-            err.print(
-                f"job {job_id}: JCT {best['jct_base_s']:.0f} s without mitigation; the best method, {best['method']} "
-                f"({setting}), makes it {best['jct_s']:.0f} s ({percent(abs(best['reduction']))} {change})",
-                soft_wrap=True,
-            )
+        _say_best(err, job_id, job_rows)
     if not rows:
         raise UserError(f"no job with finished tasks in {spec}")
     summary = summarise(rows)
@@ -311,9 +216,22 @@ def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, thr
     if as_json:
         document = {
             "trace": spec, "mode": mode, "model": f"{MODES[mode]}; {MODEL}", "threshold": threshold_text,
-            "perfect": PERFECT_NOTE, "repeats": repeats, "seed": seed, "alpha": options.alpha,
+            "perfect": PERFECT_NOTE, "repeats": repeats, "seed": seed, "alpha": context.params["nurd_alpha"],
             "bad_rows": trace.bad_rows, "jobs": rows, "summary": summary,
         }  # fmt: skip
         click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
         print_tables(stdout_console(), rows, summary, threshold_text, mode)
+
+
+def _say_best(err: Console, job_id: str, job_rows: list[dict[str, Any]]) -> None:
+    """One progress line per job: the method that cut its completion time most."""
+    best = max((r for r in job_rows if r["method"] != PERFECT), key=lambda r: r["reduction"], default=None)
+    if best is not None:
+        setting = spares_label(best["spares"])
+        change = "shorter" if best["reduction"] >= 0 else "longer"
+        err.print(
+            f"job {job_id}: JCT {best['jct_base_s']:.0f} s without mitigation; the best method, {best['method']} "
+            f"({setting}), makes it {best['jct_s']:.0f} s ({percent(abs(best['reduction']))} {change})",
+            soft_wrap=True,
+        )

@@ -34,7 +34,7 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
                              cluster_id=cluster_id, web_port=web_port)
-    from streams.local import ranking_config
+    from streams.config import ranking_config
 
     try:
         ranking_config(settings)  # a combination the ranking refuses fails here, before any connection

@@ -7,7 +7,8 @@ the official bucket (``part-NNNNN-of-00500.csv.gz``; plain ``.csv`` works too). 
 Mapping to laggard's events:
 
 * task SCHEDULE -> ``TaskStart`` on the machine (``node_id`` = machine ID, ``task_id`` = task index,
-  ``attempt`` = how many SCHEDULEs of this (job, task) were seen before, in the trace).
+  ``attempt`` = how many SCHEDULEs of this (job, task) were seen before, in the trace), carrying the row's
+  scheduling class, priority, CPU request and memory request (None when a column is empty).
 * task EVICT / FAIL / FINISH / KILL / LOST -> ``TaskFinish`` with status EVICTED / FAILED / SUCCEEDED /
   KILLED / LOST, on the machine of the latest SCHEDULE, ``duration_us`` = time since that SCHEDULE.
   SUCCEEDED means exactly Google's FINISH ("completed normally") of the attempt that began at that
@@ -35,6 +36,7 @@ import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from producers.readers.common import ReadStats, csv_rows, open_text, require_dir
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskFinish, TaskStart
@@ -54,9 +56,10 @@ _IGNORED_KINDS = frozenset({str(SUBMIT), "7", "8"})  # SUBMIT, UPDATE_PENDING, U
 # Merge ranks: at one instant a job starts before its tasks' events and ends after them.
 _JOB_START, _TASK, _JOB_END = 0, 1, 2
 
-# (ts_us, rank, part, line, job_id, task_index, machine, event_type): the first four fields are unique,
-# so the merge never compares the rest.
-_Row = tuple[int, int, int, int, str, int, str, int]
+# (ts_us, rank, part, line, job_id, task_index, machine, event_type, request): the first four fields are unique,
+# so the merge never compares the rest. ``request`` is (scheduling class, priority, CPU, memory) of a SCHEDULE.
+_Request = tuple[int | None, int | None, float | None, float | None]
+_Row = tuple[int, int, int, int, str, int, str, int, _Request | None]
 
 
 @dataclass(slots=True)
@@ -103,8 +106,10 @@ def _task_rows(path: Path, part: int, stats: ReadStats) -> Iterator[_Row]:
             except ValueError as exc:
                 stats.bad(path, line, f"not an integer: {exc}")
                 continue
-            if kind in _TASK_KINDS:
-                yield ts, _TASK, part, line, fields[2], task, fields[4], kind
+            if kind == SCHEDULE:
+                yield ts, _TASK, part, line, fields[2], task, fields[4], kind, _request(fields)
+            elif kind in _TASK_KINDS:
+                yield ts, _TASK, part, line, fields[2], task, fields[4], kind, None
             else:
                 stats.bad(path, line, f"unknown event type {kind}")
 
@@ -123,15 +128,27 @@ def _job_rows(path: Path, part: int, only: int | None, stats: ReadStats) -> Iter
                 stats.bad(path, line, f"not an integer: {exc}")
             continue
         if only == SUBMIT and kind == SUBMIT:
-            yield ts, _JOB_START, part, line, fields[2], -1, "", kind
+            yield ts, _JOB_START, part, line, fields[2], -1, "", kind, None
         elif only is None and kind in END_STATUS:
-            yield ts, _JOB_END, part, line, fields[2], -1, "", kind
+            yield ts, _JOB_END, part, line, fields[2], -1, "", kind, None
+
+
+def _request(fields: list[str]) -> _Request:
+    """Scheduling class, priority, CPU and memory request of a task row; an empty or bad column is None."""
+
+    def number(text: str, kind: type[int] | type[float]) -> Any:
+        try:
+            return kind(text) if text else None
+        except ValueError:
+            return None
+
+    return number(fields[7], int), number(fields[8], int), number(fields[9], float), number(fields[10], float)
 
 
 def _events(rows: Iterator[_Row], stats: ReadStats) -> Iterator[Event]:
     tasks: dict[tuple[str, int], _TaskState] = {}
     by_job: dict[str, set[int]] = {}
-    for ts, rank, _part, _line, job, task, machine, kind in rows:
+    for ts, rank, _part, _line, job, task, machine, kind, request in rows:
         if ts <= 0:
             stats.skip("event at time 0 (before the trace began)")
             continue
@@ -141,7 +158,7 @@ def _events(rows: Iterator[_Row], stats: ReadStats) -> Iterator[Event]:
             _forget_job(tasks, by_job, job)
             yield JobFinish(job, ts)
         elif kind == SCHEDULE:
-            event = _schedule(tasks, by_job, job, task, machine, ts, stats)
+            event = _schedule(tasks, by_job, job, task, machine, ts, stats, request)
             if event is not None:
                 yield event
         else:
@@ -173,6 +190,7 @@ def _schedule(
     machine: str,
     ts: int,
     stats: ReadStats,
+    request: _Request | None = None,
 ) -> TaskStart | None:
     if not machine:
         stats.skip("SCHEDULE with no machine ID")
@@ -185,7 +203,9 @@ def _schedule(
         stats.skip("attempt with no end event (rescheduled while running)")
     state.scheduled += 1
     state.start_us, state.node = ts, machine
-    return TaskStart(job, str(task), state.scheduled - 1, machine, ts)
+    sclass, priority, cpu, memory = request or (None, None, None, None)
+    return TaskStart(job, str(task), state.scheduled - 1, machine, ts, cpu_request=cpu, memory_request=memory,
+                     priority=priority, scheduling_class=sclass)  # fmt: skip
 
 
 def _end(

@@ -1,7 +1,7 @@
-"""Exact recovery for agents whose state is a core stage: checkpoints in a changelog-backed Faust table.
+"""Exact recovery for agents whose state is a core stage: one life cycle (load, hold, save, revoke) for all.
 
 An agent iterates its stream with manual acks. Every event it processes is held, un-acked; at a checkpoint it
-writes the stage's snapshot together with the source offsets it covers into a Faust table, then acks the held
+writes the state's snapshot together with the source offsets it covers into a Faust table, then acks the held
 events. Faust flushes the producer (outputs and the table's changelog) before it commits offsets, and commits
 only up to the last contiguous ack, so the committed offset never passes the last durable checkpoint. After a
 crash the table is rebuilt from its changelog, Faust redelivers from the committed offset, and the agent skips
@@ -11,18 +11,48 @@ ranking suppresses delta versions already published).
 
 The table value is a versioned envelope (zlib-compressed JSON); another version means a cold start with a
 warning, never a crash.
+
+>>> state, offsets = unpack(pack({"n": 1}, {"task-events:0": 41}))
+>>> state, offsets
+({'n': 1}, {'task-events:0': 41})
+>>> unpack(b"not a checkpoint")
+(None, {})
 """
 
 from __future__ import annotations
 
 import logging
 import zlib
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, cast
 
+import faust
 import orjson
+from faust.types import EventT, StreamT, TopicT
+from faust.types.tuples import TP
+from mode.types.signals import SignalHandlerT
+
+from streams.agents.common import decode_or_dead_letter
 
 log = logging.getLogger(__name__)
 ENVELOPE_FORMAT = 1
+
+CheckpointTable = MutableMapping[bytes, bytes]  # a Faust table of raw bytes, or a dict in tests
+RawStream = StreamT[bytes]
+RawEvent = EventT[bytes]
+
+
+class Stateful(Protocol):
+    """A core state with an explicit life cycle: plain JSON-able snapshot, and restore (ValueError: cold)."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    def restore(self, state: dict[str, Any]) -> None: ...
+
+
+S = TypeVar("S", bound=Stateful)
+R = TypeVar("R")
 
 
 def pack(state: dict[str, Any], offsets: dict[str, int]) -> bytes:
@@ -38,13 +68,37 @@ def unpack(data: bytes | None) -> tuple[dict[str, Any] | None, dict[str, int]]:
     except (zlib.error, orjson.JSONDecodeError) as exc:
         log.warning("checkpoint unreadable (%s): cold start", exc)
         return None, {}
-    if envelope.get("format") != ENVELOPE_FORMAT:
-        log.warning("checkpoint format %r, expected %r: cold start", envelope.get("format"), ENVELOPE_FORMAT)
+    if not isinstance(envelope, dict) or envelope.get("format") != ENVELOPE_FORMAT:
+        found = envelope.get("format") if isinstance(envelope, dict) else type(envelope).__name__
+        log.warning("checkpoint format %r, expected %r: cold start", found, ENVELOPE_FORMAT)
         return None, {}
     return envelope["state"], {str(k): int(v) for k, v in envelope["offsets"].items()}
 
 
-def source_of(event: Any) -> str:
+def unacked_events(stream: RawStream) -> AsyncIterator[RawEvent]:
+    """An agent's events, each acknowledged only by the agent (Faust's ``noack``).
+
+    Casts, narrowly: an agent is handed a ``faust.Stream`` (``StreamT`` lacks ``noack``), and Faust declares
+    ``events`` as a coroutine although it is an async generator.
+    """
+    events = cast(faust.Stream[bytes], stream).noack().events()
+    return cast(AsyncIterator[RawEvent], events)
+
+
+def on_revoke(app: faust.App, handler: Callable[[set[TP]], Awaitable[None]]) -> None:
+    """Call ``handler(revoked partitions)`` whenever partitions leave this worker.
+
+    Casts, narrowly: mode's ``SignalHandlerT`` admits no function under mypy (not even its own example).
+    """
+
+    async def receive(sender: object, *args: set[TP], **kwargs: object) -> None:
+        for revoked in args:  # Faust sends one: the set of revoked partitions
+            await handler(revoked)
+
+    app.on_partitions_revoked.connect(cast("SignalHandlerT[Any]", receive))
+
+
+def source_of(event: RawEvent) -> str:
     """``topic:partition`` of a Faust event's message."""
     return f"{event.message.topic}:{event.message.partition}"
 
@@ -52,28 +106,29 @@ def source_of(event: Any) -> str:
 class Checkpointer:
     """Held events, checkpoints and the skipping of already-covered offsets for one table key."""
 
-    def __init__(self, table: Any, key: bytes) -> None:
+    def __init__(self, table: CheckpointTable, key: bytes) -> None:
         self.table = table
         self.key = key
         self.offsets: dict[str, int] = {}
-        self._held: list[Any] = []
+        self._held: list[RawEvent] = []
 
     def load(self) -> dict[str, Any] | None:
         """The state saved under this key (None for a cold start); remembers the offsets it covers."""
         state, self.offsets = unpack(self.table.get(self.key))
         return state
 
-    def covered(self, event: Any) -> bool:
+    def covered(self, event: RawEvent) -> bool:
         """True when the checkpoint already includes this event (a redelivery after a restart)."""
-        return event.message.offset <= self.offsets.get(source_of(event), -1)
+        offset: int = event.message.offset
+        return offset <= self.offsets.get(source_of(event), -1)
 
-    def hold(self, event: Any) -> None:
+    def hold(self, event: RawEvent) -> None:
         self.offsets[source_of(event)] = event.message.offset
         self._held.append(event)
 
-    async def save(self, stream: Any, state: dict[str, Any]) -> None:
+    async def save(self, stream: RawStream, state: Stateful) -> None:
         """Write the checkpoint, then ack every held event (in this order: see the module docstring)."""
-        self.table[self.key] = pack(state, self.offsets)
+        self.table[self.key] = pack(state.snapshot(), self.offsets)
         held, self._held = self._held, []
         for event in held:
             await stream.ack(event)
@@ -83,53 +138,84 @@ class Checkpointer:
         return len(self._held)
 
 
-class PartitionStates:
-    """Each source partition's state object with its Checkpointer, for agents keyed by partition.
+@dataclass(frozen=True)
+class Slot(Generic[S]):
+    """One partition's state with its checkpointer."""
+
+    partition: int
+    state: S
+    checkpointer: Checkpointer
+
+    async def save(self, stream: RawStream) -> None:
+        await self.checkpointer.save(stream, self.state)
+
+
+@dataclass(frozen=True)
+class Admitted(Generic[S, R]):
+    """A new, valid record with the slot of the partition it came from."""
+
+    slot: Slot[S]
+    record: R
+
+
+OnLoad = Callable[[int, S, bool], Awaitable[None]]
+
+
+class PartitionStates(Generic[S]):
+    """Each source partition's state with its Checkpointer: the life cycle every agent's state goes through.
 
     A state is made on the partition's first event and restored from the table (a snapshot this build cannot
-    read means a cold start with a warning); it is forgotten when the partition is revoked, so a partition that
-    moves to another worker and back reloads the checkpoint instead of resuming from what this worker held
-    before the other one advanced it.
+    read means a cold start with a warning); ``on_load(partition, state, restored)`` then runs once. It is
+    forgotten when the partition is revoked, so a partition that moves to another worker and back reloads the
+    checkpoint instead of resuming from what this worker held before the other one advanced it. ``key`` names
+    a partition's checkpoint in the table.
     """
 
-    def __init__(self, app: Any, table: Any, name: str, make: Any, topics: tuple[str, ...]) -> None:
-        self.table, self.name, self.make, self.topics = table, name, make, topics
-        self._states: dict[int, tuple[Any, Checkpointer]] = {}
-        app.on_partitions_revoked.connect(self._forget_revoked)
+    def __init__(self, app: faust.App, table: CheckpointTable, make: Callable[[int], S], topics: tuple[str, ...],
+                 key: Callable[[int], bytes], on_load: OnLoad[S] | None = None) -> None:
+        self.table, self.make, self.topics, self.key, self.on_load = table, make, topics, key, on_load
+        self._slots: dict[int, Slot[S]] = {}
+        on_revoke(app, self._forget_revoked)
 
-    def get(self, partition: int) -> tuple[Any, Checkpointer]:
-        if partition not in self._states:
+    async def get(self, partition: int) -> Slot[S]:
+        if partition not in self._slots:
             state = self.make(partition)
-            checkpointer = Checkpointer(self.table, f"{self.name}:{partition}".encode())
-            saved = checkpointer.load()
-            if saved is not None:
-                try:
-                    state.restore(saved)
-                    log.info("%s partition %d resumes from its checkpoint at %s", self.name, partition,
-                             checkpointer.offsets)
-                except ValueError as exc:
-                    log.warning("%s partition %d: %s; cold start", self.name, partition, exc)
-            self._states[partition] = (state, checkpointer)
-        return self._states[partition]
+            checkpointer = Checkpointer(self.table, self.key(partition))
+            restored = self._restore(partition, state, checkpointer.load())
+            if self.on_load is not None:
+                await self.on_load(partition, state, restored)
+            if restored:
+                log.info("%r resumes from its checkpoint at %s", checkpointer.key, checkpointer.offsets)
+            self._slots[partition] = Slot(partition, state, checkpointer)
+        return self._slots[partition]
 
-    def items(self) -> list[tuple[int, Any, Checkpointer]]:
-        """(partition, state, checkpointer) of every partition this worker holds now."""
-        return [(partition, state, checkpointer) for partition, (state, checkpointer) in self._states.items()]
+    def _restore(self, partition: int, state: S, saved: dict[str, Any] | None) -> bool:
+        if saved is None:
+            return False
+        try:
+            state.restore(saved)
+            return True
+        except ValueError as exc:
+            log.warning("partition %d: %s; cold start", partition, exc)
+            return False
 
-    async def admit(self, stream: Any, event: Any, dead_letters: Any, expected: tuple[type, ...]) -> Any:
-        """(state, checkpointer, record) for a new event; None when the checkpoint covers it (acked here)
-        or it was not a valid record (held, and dead-lettered when ``dead_letters`` is given)."""
-        from streams.agents.common import decode_or_dead_letter
+    def slots(self) -> list[Slot[S]]:
+        """The slot of every partition this worker holds now."""
+        return list(self._slots.values())
 
-        state, checkpointer = self.get(event.message.partition)
-        if checkpointer.covered(event):
+    async def admit(self, stream: RawStream, event: RawEvent, dead_letters: TopicT | None,
+                    expected: tuple[type[R], ...]) -> Admitted[S, R] | None:
+        """The slot and record of a new event; None when the checkpoint covers it (acked here) or it was not
+        a valid record (held, and dead-lettered when ``dead_letters`` is given)."""
+        slot = await self.get(event.message.partition)
+        if slot.checkpointer.covered(event):
             await stream.ack(event)
             return None
-        checkpointer.hold(event)
+        slot.checkpointer.hold(event)
         record = await decode_or_dead_letter(event, dead_letters, expected)
-        return None if record is None else (state, checkpointer, record)
+        return None if record is None else Admitted(slot, record)
 
-    async def _forget_revoked(self, sender: Any, revoked: Any, **kwargs: Any) -> None:
+    async def _forget_revoked(self, revoked: set[TP]) -> None:
         for tp in revoked:
             if tp.topic in self.topics:
-                self._states.pop(tp.partition, None)
+                self._slots.pop(tp.partition, None)

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TypeVar, cast
 
-from streams.core.events import DeadLetter, validate
+from faust.types import EventT, TopicT
+
+from streams.core.events import DeadLetter, Event, validate
 from streams.serde import codec
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
-async def decode_or_dead_letter(event: Any, dead_letters: Any, expected: tuple[type, ...]) -> Any | None:
+def reason_to_refuse(record: object, expected: tuple[type[R], ...], topic: str) -> str | None:
+    """Why a decoded record may not enter an agent reading ``topic``; None when it may."""
+    if not isinstance(record, expected):
+        return f"unexpected {type(record).__name__} on {topic}"
+    # validate() checks by type; the one check all records share is the event time (every record has ts_us).
+    return validate(cast(Event, record))
+
+
+async def decode_or_dead_letter(event: EventT[bytes], dead_letters: TopicT | None,
+                                expected: tuple[type[R], ...]) -> R | None:
     """The record in a Faust event, or None after sending the raw bytes to ``dead-letters`` with the reason.
 
     Two agents read task-events; only one of them (``dead_letters`` not None) reports a bad record, once.
@@ -19,22 +31,24 @@ async def decode_or_dead_letter(event: Any, dead_letters: Any, expected: tuple[t
     message = event.message
     try:
         record = codec.decode(message.value)
-        if not isinstance(record, expected):
-            reason: str | None = f"unexpected {type(record).__name__} on {message.topic}"
-        else:
-            reason = validate(record)
+        reason = reason_to_refuse(record, expected, message.topic)
     except codec.DecodeError as exc:
         record, reason = None, str(exc)
-    if reason is None:
+    if reason is None and isinstance(record, expected):
         return record
-    letter = DeadLetter(message.topic, message.partition, message.offset, message.key, message.value or b"",
-                        reason, int((message.timestamp or 0) * 1_000_000))
     if dead_letters is None:
         return None
+    letter = DeadLetter(message.topic, message.partition, message.offset, message.key, message.value or b"",
+                        reason or "invalid", int((message.timestamp or 0) * 1_000_000))
     log.warning("dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason)
-    await dead_letters.send(key=message.key, value=codec.encode(letter))
+    await send_raw(dead_letters, message.key, codec.encode(letter))
     return None
 
 
-async def send(topic: Any, key: str, record: Any) -> None:
-    await topic.send(key=codec.encode_key(key), value=codec.encode(record))
+async def send(topic: TopicT, key: str, record: object) -> None:
+    """``record`` in Avro on ``topic`` under ``key``."""
+    await send_raw(topic, codec.encode_key(key), codec.encode(record))
+
+
+async def send_raw(topic: TopicT, key: bytes | None, value: bytes) -> None:
+    await topic.send(key=key, value=value)

@@ -22,9 +22,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any
 
+import faust
 from faust.exceptions import NotReady
+from faust.types.tuples import TP
+
+from streams.agents.checkpoint import on_revoke
+from streams.core.events import NormalizedTask, Progress
+from streams.core.publication import Publication, PublishedRanking
+from streams.core.stages import NormalizeStage
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +62,40 @@ class IdleClock:
         self._since.clear()
 
 
-def idle_timer(app: Any, idle: IdleClock, lock: asyncio.Lock, name: str, work: Callable[[], Awaitable[None]]) -> None:
+def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> tuple[list[NormalizedTask], Progress | None]:
+    """What a normalising partition releases once its job stream has held its task events back too long."""
+    if not idle.overdue(stage.partition, stage.holds_progress):
+        return [], None
+    log.warning("partition %d: no job event let task events pass a ranking boundary for %.0f s; they no "
+                "longer wait for job-events until the next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)",
+                stage.partition, idle.after_s)
+    return stage.mark_job_stream_idle()
+
+
+def warn_once_if_waiting(stage: NormalizeStage, job_idle_timeout_us: int, warned: set[int]) -> None:
+    """One warning per partition whose task events wait for job events longer than the job idle timeout."""
+    if stage.job_stream_lag_us <= job_idle_timeout_us or stage.partition in warned:
+        return
+    warned.add(stage.partition)
+    log.warning("partition %d: task events are %.0f s of event time ahead of job-events and wait for them (%d "
+                "held); if this source publishes no job events, set LAGGARD_WAIT_FOR_JOB_EVENTS=false",
+                stage.partition, stage.job_stream_lag_us / 1e6, stage.pending)
+
+
+def rank_without_idle(idle: IdleClock, ranking: PublishedRanking) -> list[Publication]:
+    """What the ranking publishes once normalising partitions that held it back too long are ranked without."""
+    behind = set(ranking.stage.holding_back())
+    out: list[Publication] = []
+    for partition in range(ranking.stage.partitions):
+        if idle.overdue(partition, partition in behind):
+            log.warning("normalising partition %d has not passed the latest ranking boundary for %.0f s; "
+                        "ranking without it until it reports (LAGGARD_IDLE_STREAM_TIMEOUT_S)", partition, idle.after_s)
+            out += ranking.mark_idle(partition)
+    return out
+
+
+def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,
+               work: Callable[[], Awaitable[None]]) -> None:
     """Run ``work`` under ``lock`` four times per idle timeout (not at all when idleness is off).
 
     Records re-check idleness as they come; when they stop altogether only a timer would. The tick stands down
@@ -77,3 +116,13 @@ def idle_timer(app: Any, idle: IdleClock, lock: asyncio.Lock, name: str, work: C
                 log.info("%s deferred: the worker is stopping", name)
 
     app.timer(interval=max(0.5, idle.after_s / 4), name=name)(tick)
+
+
+def clear_on_revoke(app: faust.App, idle: IdleClock, topics: tuple[str, ...]) -> None:
+    """Forget every wait when a partition of ``topics`` leaves this worker: one that comes back starts anew."""
+
+    async def forget(revoked: set[TP]) -> None:
+        if any(tp.topic in topics for tp in revoked):
+            idle.clear()
+
+    on_revoke(app, forget)

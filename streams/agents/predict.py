@@ -6,40 +6,40 @@ flagged in that stretch may be published a second time (consumers key prediction
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+import faust
+from faust.types import AgentT
 
-from streams.agents.checkpoint import PartitionStates
+from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
 from streams.agents.common import send
+from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
-from streams.core.prediction.methods import Options
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
+from streams.wiring import Wiring
 
-log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional
 
 
-def register(app: Any, wiring: Any) -> Any:
+def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
     settings = wiring.settings
-    options = Options(alpha=settings.nurd_alpha, epsilon=settings.nurd_epsilon,
-                      initial_fraction=settings.nurd_initial_fraction)
+    context = PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
+                                params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
     states = PartitionStates(
-        app, wiring.predict_checkpoints, "predict",
-        lambda p: PredictorFleet(settings.prediction_method, options, wiring.job_idle_timeout_us),
-        (TASK_EVENTS.name, JOB_EVENTS.name))
+        app, wiring.predict_checkpoints,
+        lambda p: PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us),
+        (TASK_EVENTS.name, JOB_EVENTS.name), key=lambda p: f"predict:{p}".encode())
 
     @app.agent(wiring.task_events, name="predict_stragglers")
-    async def predict_stragglers(stream: Any) -> None:
-        async for event in stream.noack().events():
+    async def predict_stragglers(stream: RawStream) -> None:
+        async for event in unacked_events(stream):
             # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
             admitted = await states.admit(stream, event, None, wiring.task_events_types)
             if admitted is None:
                 continue
-            fleet, checkpointer, record = admitted
-            for prediction in fleet.observe(record):
+            prediction = admitted.slot.state.step(admitted.record)
+            if prediction is not None:
                 await send(wiring.straggler_predictions, prediction.job_id, prediction)
-            if checkpointer.held >= CHECKPOINT_EVERY:
-                await checkpointer.save(stream, fleet.snapshot())
+            if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
+                await admitted.slot.save(stream)
 
     return predict_stragglers

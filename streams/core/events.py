@@ -39,6 +39,12 @@ class TaskStart:
     ts_us: int
     speculative: bool = False
     task_type: str = ""
+    # What the task asked for and how it was classed, when the source says (Google 2011 task_events do;
+    # proactive avoidance reads them as node status at task entry). None: the source does not say.
+    cpu_request: float | None = None
+    memory_request: float | None = None
+    priority: int | None = None
+    scheduling_class: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +227,10 @@ def validate(event: Event) -> str | None:
         for name, value in event.features.items():
             if not math.isfinite(value):
                 return f"feature {name!r} is not a finite number: {value}"
+    if isinstance(event, TaskStart):
+        for name, request in (("cpu_request", event.cpu_request), ("memory_request", event.memory_request)):
+            if request is not None and not (math.isfinite(request) and request >= 0):
+                return f"{name} is not a finite non-negative number: {request}"
     if isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
         if not event.job_id or not event.task_id:
             return "empty job_id or task_id"

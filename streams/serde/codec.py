@@ -135,11 +135,15 @@ def _mappers(record_type: type) -> tuple[Callable[[Any], dict[str, Any]], Callab
     return plain_to, plain_from
 
 
-@cache
+_CODECS: dict[type, RecordCodec] = {}  # not functools.cache: mypy holds type objects unhashable
+
+
 def codec_for(record_type: type) -> RecordCodec:
-    schema = load_schema(str(schema_path(record_type.__name__)))
-    to_dict, from_dict = _mappers(record_type)
-    return RecordCodec(record_type, schema, MAGIC + fingerprint_of(schema), to_dict, from_dict)
+    if record_type not in _CODECS:
+        schema = load_schema(str(schema_path(record_type.__name__)))
+        to_dict, from_dict = _mappers(record_type)
+        _CODECS[record_type] = RecordCodec(record_type, schema, MAGIC + fingerprint_of(schema), to_dict, from_dict)
+    return _CODECS[record_type]
 
 
 @cache
@@ -153,14 +157,16 @@ def _previous_writers() -> dict[bytes, tuple[Any, RecordCodec]]:
     writers: dict[bytes, tuple[Any, RecordCodec]] = {}
     for path in sorted(PREVIOUS_DIR.glob("*.avsc")):
         writer = load_schema(str(path))
-        current = codec_for(by_name[writer["name"].rsplit(".", 1)[-1]])
+        if not isinstance(writer, dict):
+            raise ValueError(f"{path} holds no record schema")
+        current = codec_for(by_name[str(writer["name"]).rsplit(".", 1)[-1]])
         writers[MAGIC + fingerprint_of(writer)] = (writer, current)
     return writers
 
 
-def encode(record: Any) -> bytes:
+def encode(record: object) -> bytes:
     """Single-object encoding of any laggard record dataclass."""
-    codec = codec_for(type(record))
+    codec = codec_for(record.__class__)
     buffer = io.BytesIO()
     buffer.write(codec.header)
     fastavro.schemaless_writer(buffer, codec.schema, codec.to_dict(record))
@@ -175,10 +181,11 @@ def decode(data: bytes | None) -> Any:
         raise DecodeError(f"not Avro single-object encoding (starts with {bytes(data[:2]).hex() or 'nothing'})")
     header = bytes(data[:HEADER_SIZE])
     codec = _by_header().get(header)
-    writer = None if codec is None else codec.schema
-    if codec is None and header in _previous_writers():
+    if codec is not None:
+        writer = codec.schema
+    elif header in _previous_writers():
         writer, codec = _previous_writers()[header]
-    if codec is None:
+    else:
         raise DecodeError(f"unknown writer schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
     stream = io.BytesIO(data[HEADER_SIZE:])
     try:

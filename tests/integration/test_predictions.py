@@ -6,8 +6,8 @@ from pathlib import Path
 
 from producers.registry import open_trace
 from streams.core.events import StragglerPrediction
+from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
-from streams.core.prediction.methods import Options
 from streams.settings import Settings
 from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
 
@@ -17,9 +17,9 @@ JOB = "6343048076"  # 152 tasks, 819 usage windows
 def test_predictions_on_kafka_match_the_in_process_predictor(tmp_path: Path, traces_dir: Path) -> None:
     spec = f"google2011-usage:{traces_dir / 'google2011-nurd-timeseries' / 'timeseriesspecsixtotal' / JOB}"
     settings = Settings()
-    fleet = PredictorFleet(settings.prediction_method, Options(alpha=settings.nurd_alpha,
-                                                               epsilon=settings.nurd_epsilon))
-    expected = {p.task_id for event in open_trace(spec) for p in fleet.observe(event)}
+    context = PredictionContext(params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
+    fleet = PredictorFleet(settings.prediction_method, context)
+    expected = {p.task_id for event in open_trace(spec) if (p := fleet.step(event)) is not None}
     assert expected, "the predictor flags some tasks of this job in-process"
 
     log = tmp_path / "worker.log"

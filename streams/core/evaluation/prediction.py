@@ -1,4 +1,4 @@
-"""Prediction metrics per job as in Nurd's released code (SPEC 7), and the loop that drives a method.
+"""Prediction metrics per job as in Nurd's released code (SPEC 7), and the loop that drives a job predictor.
 
 Each task counts once: a task is predicted a straggler when the method flagged it at a checkpoint
 strictly before it finished (elapsed < duration; a flag on the checkpoint that coincides with the
@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
+from streams.core.prediction.base import JobPredictor, PredictionMethod, step
 from streams.core.prediction.tasks import JobTasks
 
 
@@ -59,6 +60,12 @@ class Metrics:
     flag_time: float | None
     in_time: int | None = None
     f1_in_time: float | None = None
+
+    @property
+    def precision(self) -> float:
+        """Flagged tasks that were stragglers, TP / (TP + FP): the straggler-identification precision Hawkeye
+        reports (its Figures 8-15); 0 when nothing was flagged."""
+        return _ratio(self.tp, self.tp + self.fp)
 
 
 def _ratio(a: int, b: int) -> float:
@@ -143,15 +150,16 @@ class Run:
 
 
 def drive(
-    predictor: Callable[[Event], list[StragglerPrediction]],
-    events: Sequence[Event],
-    clock: Callable[[], int] | None = None,
+    method: PredictionMethod, job: JobPredictor, events: Sequence[Event], clock: Callable[[], int] | None = None
 ) -> Run:
-    """Feed ``events`` to ``predictor`` (a method's ``observe``); time it with ``clock`` (ns) if given."""
+    """Move ``events`` of one job through ``job`` of ``method`` with ``step`` (predict before learn); time it
+    with ``clock`` (ns) if given."""
     start = clock() if clock else 0
     flags: list[StragglerPrediction] = []
     for event in events:
-        flags.extend(predictor(event))
+        flag = step(method, job, event)
+        if flag is not None:
+            flags.append(flag)
     elapsed = (clock() - start) if clock else 0
     checkpoints = sum(isinstance(e, TaskCheckpoint) for e in events)
     return Run(flags, checkpoints, elapsed)

@@ -157,28 +157,7 @@ def simulate(
         for at, task_id in flagged:
             relaunch(task_id, at)
     else:
-        free = spares
-        # (time, kind, first flag time: who waited longest asks first, task, whether it is a copy's event)
-        queue: list[tuple[float, int, float, str, bool]] = [
-            (t.finish_s, _FREE, 0.0, task_id, False) for task_id, t in tasks.items()
-        ]
-        # a task the trace started after the job began takes a released machine first (the trace reused it)
-        queue.extend((t.start_s, _TAKE, 0.0, task_id, False) for task_id, t in tasks.items() if t.start_s > origin)
-        for at, task_id in flagged:
-            finish = tasks[task_id].finish_s
-            asks = (at, *(c for c in tasks[task_id].checkpoints_s if at < c < finish))
-            queue.extend((c, _TRY, at, task_id, False) for c in asks)
-        heapq.heapify(queue)
-        while queue:
-            at, kind, _, task_id, copy = heapq.heappop(queue)
-            if kind == _FREE:
-                # a copy's machine returns when it ends; an original's only if it was never relaunched
-                free += copy or task_id not in relaunched
-            elif kind == _TAKE:
-                free = max(0, free - 1)  # none released: the trace brought the machine itself
-            elif task_id not in relaunched and free > 0:
-                free -= 1
-                heapq.heappush(queue, (relaunch(task_id, at), _FREE, 0.0, task_id, True))
+        _relaunch_when_free(tasks, flagged, spares, origin, relaunch, relaunched)
     successes = sum(ends[task_id] < tasks[task_id].finish_s for task_id in relaunched)
     if mode == "relaunch":  # the terminated originals
         wasted = sum(at - tasks[task_id].start_s for task_id, at in relaunched.items())
@@ -194,3 +173,36 @@ def simulate(
         unserved=len({task_id for _, task_id in flagged} - relaunched.keys()),
         wasted_s=wasted,
     )
+
+
+def _relaunch_when_free(
+    tasks: Mapping[str, TaskTimeline],
+    flagged: list[tuple[float, str]],
+    spares: int,
+    origin: float,
+    relaunch: Callable[[str, float], float],
+    relaunched: Mapping[str, float],
+) -> None:
+    """Algorithm 3: a flagged task is relaunched only when a machine is free (module doc)."""
+    free = spares
+    # (time, kind, first flag time: who waited longest asks first, task, whether it is a copy's event)
+    queue: list[tuple[float, int, float, str, bool]] = [
+        (t.finish_s, _FREE, 0.0, task_id, False) for task_id, t in tasks.items()
+    ]
+    # a task the trace started after the job began takes a released machine first (the trace reused it)
+    queue.extend((t.start_s, _TAKE, 0.0, task_id, False) for task_id, t in tasks.items() if t.start_s > origin)
+    for at, task_id in flagged:
+        finish = tasks[task_id].finish_s
+        asks = (at, *(c for c in tasks[task_id].checkpoints_s if at < c < finish))
+        queue.extend((c, _TRY, at, task_id, False) for c in asks)
+    heapq.heapify(queue)
+    while queue:
+        at, kind, _, task_id, copy = heapq.heappop(queue)
+        if kind == _FREE:
+            # a copy's machine returns when it ends; an original's only if it was never relaunched
+            free += copy or task_id not in relaunched
+        elif kind == _TAKE:
+            free = max(0, free - 1)  # none released: the trace brought the machine itself
+        elif task_id not in relaunched and free > 0:
+            free -= 1
+            heapq.heappush(queue, (relaunch(task_id, at), _FREE, 0.0, task_id, True))

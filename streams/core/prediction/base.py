@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
 from streams.core.prediction.threshold import Threshold
@@ -77,6 +77,17 @@ class PredictionMethod(Protocol):
     def learn(self, event: Event) -> None:
         """Cluster-level learning from every event of every job, after the job predictor learned it."""
         ...
+
+
+@runtime_checkable
+class StatefulMethod(Protocol):
+    """A method whose cluster-level state must survive a restart: ``PredictorFleet`` saves ``snapshot()``
+    (picklable plain data) beside its jobs and hands it to ``restore`` on the method built after a restart.
+    Methods whose state is all per job (``PerJobMethod``) do not implement it."""
+
+    def snapshot(self) -> object: ...
+
+    def restore(self, state: object) -> None: ...
 
 
 def step(method: PredictionMethod, job: JobPredictor, event: Event) -> StragglerPrediction | None:

@@ -1,4 +1,4 @@
-"""Baselines that share Nurd's ``observe(event) -> list[StragglerPrediction]`` verb (SPEC 4).
+"""Baselines that share Nurd's ``predict``/``learn`` verbs (``streams.core.prediction.base``; SPEC 4).
 
 * ``SpeculationJob``: Spark's speculation rule: once a quantile q of the job's tasks finished, flag a
   running task whose elapsed time exceeds multiplier x the median finished duration.
@@ -13,12 +13,16 @@ These decide on elapsed time or features only, never on tau: the oracle threshol
 Under the oracle protocol it shows what knowing tau and elapsed time alone is worth, the yardstick for every
 method that decides against tau.
 
+Each job predictor flags a task at most once. A checkpoint's elapsed time and features are its input x:
+``predict`` records them (idempotently, so ``learn`` on the same event changes nothing more); what is
+learned from labels (durations of finished tasks, the anomaly model) moves only in ``learn``.
+
 >>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
 >>> spark = SpeculationJob(quantile=0.5, multiplier=1.5)
->>> _ = spark.observe(JobStart("j", 0, declared_tasks=2))
->>> _ = spark.observe(TaskFinish("j", "a", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
->>> [f.task_id for f in spark.observe(TaskCheckpoint("j", "b", 0, "n2", 16_000_000, 16_000_000, {}))]
-['b']
+>>> spark.learn(JobStart("j", 0, declared_tasks=2))
+>>> spark.learn(TaskFinish("j", "a", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
+>>> spark.predict(TaskCheckpoint("j", "b", 0, "n2", 16_000_000, 16_000_000, {})).task_id
+'b'
 """
 
 from __future__ import annotations
@@ -54,15 +58,18 @@ class _ElapsedRule:
     def limit(self) -> float:
         raise NotImplementedError
 
-    def observe(self, event: Event) -> list[StragglerPrediction]:
-        self.tasks.update(event)
-        if not isinstance(event, TaskCheckpoint) or event.task_id in self.flagged or not self.tasks.ready:
-            return []
+    def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
+        self.learn(event)  # a checkpoint teaches a rule nothing but its elapsed time, x itself
+        if event.task_id in self.flagged or not self.tasks.ready:
+            return None
         limit = self.limit()
         if event.elapsed_us / 1e6 <= limit:
-            return []
+            return None
         self.flagged.add(event.task_id)
-        return [_flag(event, self.method, limit)]
+        return _flag(event, self.method, limit)
+
+    def learn(self, event: Event) -> None:
+        self.tasks.update(event)
 
 
 class ElapsedTauJob(_ElapsedRule):
@@ -71,12 +78,12 @@ class ElapsedTauJob(_ElapsedRule):
     >>> from streams.core.events import JobStart, Status
     >>> from streams.core.prediction.threshold import Oracle
     >>> rule = ElapsedTauJob(Oracle(12.0), start_fraction=0.5)
-    >>> _ = rule.observe(JobStart("j", 0, declared_tasks=2))
-    >>> _ = rule.observe(TaskFinish("j", "b", 0, "n2", 5_000_000, 5_000_000, Status.SUCCEEDED))
-    >>> rule.observe(TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {}))
-    []
-    >>> [f.task_id for f in rule.observe(TaskCheckpoint("j", "a", 0, "n1", 13_000_000, 13_000_000, {}))]
-    ['a']
+    >>> rule.learn(JobStart("j", 0, declared_tasks=2))
+    >>> rule.learn(TaskFinish("j", "b", 0, "n2", 5_000_000, 5_000_000, Status.SUCCEEDED))
+    >>> rule.predict(TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {})) is None
+    True
+    >>> rule.predict(TaskCheckpoint("j", "a", 0, "n1", 13_000_000, 13_000_000, {})).task_id
+    'a'
     """
 
     method = "elapsed-tau"
@@ -85,12 +92,12 @@ class ElapsedTauJob(_ElapsedRule):
         super().__init__(start_fraction)
         self.threshold = threshold
 
-    def observe(self, event: Event) -> list[StragglerPrediction]:
+    def learn(self, event: Event) -> None:
         if isinstance(event, TaskFinish) and event.succeeded:
             self.threshold.estimate(event.task_id, event.duration_us / 1e6)
-        elif isinstance(event, TaskCheckpoint):
+        elif isinstance(event, TaskCheckpoint):  # the latest estimate per task: idempotent
             self.threshold.estimate(event.task_id, event.elapsed_us / 1e6)
-        return super().observe(event)
+        super().learn(event)
 
     def limit(self) -> float:
         tau = self.threshold.value()
@@ -138,19 +145,31 @@ class OutlierJob:
         self._scores = stats.Quantile(quantile)
         self.tasks = JobTasks(initial_fraction=initial_fraction)
         self.flagged: set[str] = set()
+        self._scored: TaskCheckpoint | None = None  # the checkpoint whose score joined the quantile last
 
-    def observe(self, event: Event) -> list[StragglerPrediction]:
+    def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
         self.tasks.update(event)
-        if not isinstance(event, TaskCheckpoint) or not self.tasks.complete(event.features):
-            return []
-        x = dict(event.features)
-        score = float(self._model.score_one(x))
-        self._model.learn_one(x)
-        self._scores.update(score)
+        if not self.tasks.complete(event.features):
+            return None
+        score = self._score(event)  # the job's top tenth includes this score, as the quantile of the job so far
         if event.task_id in self.flagged or not self.tasks.ready:
-            return []
+            return None
         limit = self._scores.get()
         if limit is None or score <= limit:
-            return []
+            return None
         self.flagged.add(event.task_id)
-        return [_flag(event, self.method, float(limit), score=score)]
+        return _flag(event, self.method, float(limit), score=score)
+
+    def learn(self, event: Event) -> None:
+        self.tasks.update(event)
+        if not isinstance(event, TaskCheckpoint) or not self.tasks.complete(event.features):
+            return
+        if self._scored is not event:  # not predicted first: score it before the model learns it
+            self._score(event)
+        self._model.learn_one(dict(event.features))
+
+    def _score(self, event: TaskCheckpoint) -> float:
+        score = float(self._model.score_one(dict(event.features)))
+        self._scores.update(score)
+        self._scored = event
+        return score

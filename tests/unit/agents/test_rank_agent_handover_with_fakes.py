@@ -13,9 +13,9 @@ from typing import Any
 
 from producers.registry import open_trace
 from streams.agents import rank
+from streams.config import ranking_config
 from streams.core.events import BlacklistSnapshot, NormalizedTask, Progress
 from streams.core.stages import NormalizeStage
-from streams.local import ranking_config
 from streams.serde import codec
 from streams.settings import Settings
 

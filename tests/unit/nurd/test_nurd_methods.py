@@ -7,10 +7,12 @@ from pathlib import Path
 import pytest
 
 from producers.readers.google_usage import read_usage
-from streams.core.events import Event, JobStart, Status, TaskCheckpoint, TaskFinish
+from streams.core.events import Event, JobStart, Status, StragglerPrediction, TaskCheckpoint, TaskFinish
+from streams.core.prediction.base import JobPredictor, PredictionContext, step
 from streams.core.prediction.baselines import SpeculationJob
-from streams.core.prediction.methods import METHODS, make_method
 from streams.core.prediction.nurd.nurd import NurdJob
+from streams.core.prediction.perjob import PerJobMethod
+from streams.core.prediction.registry import PREDICTORS, build_method
 from streams.core.prediction.tasks import JobTasks
 from streams.core.prediction.threshold import Oracle
 
@@ -31,30 +33,45 @@ def _job(slow_cpu: float = 5.0) -> list[Event]:
     return events
 
 
-def _flags(method: object, events: list[Event]) -> list[str]:
-    return [f.task_id for e in events for f in method.observe(e)]  # type: ignore[attr-defined]
+def _run(job: JobPredictor, events: list[Event]) -> list[StragglerPrediction]:
+    method = PerJobMethod(job.method, False, lambda threshold: job)
+    return [f for e in events if (f := step(method, job, e)) is not None]
 
 
-@pytest.mark.parametrize("name", [m for m in METHODS if m != "nurd-batch"])
+def _flags(job: JobPredictor, events: list[Event]) -> list[str]:
+    return [f.task_id for f in _run(job, events)]
+
+
+@pytest.mark.parametrize("name", [m for m in PREDICTORS.names() if m != "nurd-batch"])
 def test_no_method_flags_a_task_twice(name: str) -> None:
-    flagged = _flags(make_method(name, tau_s=30.0), _job())
+    flagged = _flags(build_method(name, PredictionContext()).job("j", Oracle(30.0)), _job())
     assert len(flagged) == len(set(flagged))
 
 
 def test_spark_flags_a_task_running_past_the_multiple_of_the_median() -> None:
     flagged = _flags(SpeculationJob(quantile=0.75, multiplier=1.5), _job())
     assert sorted(flagged) == ["s0", "s1"]
-    spark = SpeculationJob(0.75, 1.5)
-    first = next(f for e in _job() for f in spark.observe(e))
+    first = _run(SpeculationJob(0.75, 1.5), _job())[0]
     assert first.elapsed_us > 1.5 * 13.5e6  # median of 10..17 s is 13.5 s
+
+
+def test_predict_does_not_learn_the_checkpoint_it_is_judged_on() -> None:
+    events = _job(slow_cpu=3.0)
+    probe = next(e for e in events[40:] if isinstance(e, TaskCheckpoint))
+    job = NurdJob(Oracle(tau_s=30.0), alpha=0.0)
+    _run(job, events[: events.index(probe)])
+    before = job.propensity_score({"cpu": 3.0, "log_elapsed_s": 3.0})
+    job.predict(probe)
+    assert job.propensity_score({"cpu": 3.0, "log_elapsed_s": 3.0}) == before  # g untouched by predict
+    job.learn(probe)
+    assert job.propensity_score({"cpu": 3.0, "log_elapsed_s": 3.0}) != before
 
 
 def test_nothing_is_flagged_before_the_initial_fraction_finished() -> None:
     job = NurdJob(Oracle(tau_s=0.001), initial_fraction=0.5)  # any prediction would flag
     events = _job()
     fifth_finish = [i for i, e in enumerate(events) if isinstance(e, TaskFinish)][4]
-    early = [f for e in events[:fifth_finish] for f in job.observe(e)]
-    assert early == []
+    assert _run(job, events[:fifth_finish]) == []
 
 
 def test_nurd_flags_the_tasks_unlike_the_finished_ones_and_not_the_others() -> None:
@@ -77,7 +94,7 @@ def test_nurd_batch_runs_the_same_protocol(traces_dir: Path) -> None:
     events = list(read_usage(job))
     tenth_finish = [i for i, e in enumerate(events) if isinstance(e, TaskFinish)][9]
     events = events[: tenth_finish + 60]  # predictions start at the 7th finish: a few dozen refits
-    batch = make_method("nurd-batch", tau_s=300.0)
+    batch = build_method("nurd-batch", PredictionContext()).job("j", Oracle(300.0))
     flagged = _flags(batch, events)
     assert len(flagged) == len(set(flagged))
     assert batch.delta is not None  # type: ignore[attr-defined]
@@ -89,9 +106,8 @@ def test_a_restored_snapshot_continues_exactly_where_the_job_was() -> None:
     events = _job(slow_cpu=3.0)
     half = len(events) // 2
     live = NurdJob(Oracle(tau_s=30.0), alpha=0.0)
-    for event in events[:half]:
-        live.observe(event)
+    _run(live, events[:half])
     copy = restore(snapshot(live))
-    rest_live = [(f.task_id, f.adjusted_us) for e in events[half:] for f in live.observe(e)]
-    rest_copy = [(f.task_id, f.adjusted_us) for e in events[half:] for f in copy.observe(e)]
+    rest_live = [(f.task_id, f.adjusted_us) for f in _run(live, events[half:])]
+    rest_copy = [(f.task_id, f.adjusted_us) for f in _run(copy, events[half:])]
     assert rest_copy == rest_live

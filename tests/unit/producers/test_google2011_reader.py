@@ -125,11 +125,12 @@ def test_attempts_durations_and_machines_follow_the_latest_schedule(tmp_path: Pa
     ]
     jobs = ["5,,7,0,user,2,name,logical", "100,,7,4,user,2,name,logical"]
     events = list(read_google_events(_write_parts(tmp_path, rows, jobs), ReadStats()))
+    request = {"cpu_request": 0.1, "memory_request": 0.1, "priority": 9, "scheduling_class": 2}  # from the rows
     assert events == [
         JobStart("7", 5),
-        TaskStart("7", "0", 0, "m1", 10),
+        TaskStart("7", "0", 0, "m1", 10, **request),
         TaskFinish("7", "0", 0, "m1", 25, 15, Status.EVICTED),
-        TaskStart("7", "0", 1, "m2", 40),
+        TaskStart("7", "0", 1, "m2", 40, **request),
         TaskFinish("7", "0", 1, "m2", 100, 60, Status.SUCCEEDED),
         JobFinish("7", 100),  # after the task's finish at the same instant
     ]
@@ -177,3 +178,16 @@ def test_a_task_killed_just_after_its_job_ended_still_finishes(tmp_path: Path) -
     jobs = ["2,,4,0,u,2,n,l", "50,,4,5,u,2,n,l"]  # the job is killed at 50, its task's KILL is logged at 51
     events = list(read_google_events(_write_parts(tmp_path, rows, jobs), ReadStats()))
     assert events[-2:] == [JobFinish("4", 50), TaskFinish("4", "0", 0, "m1", 51, 41, Status.KILLED)]
+
+
+def test_a_schedule_carries_its_rows_class_priority_and_requests_and_an_empty_column_is_none(tmp_path: Path) -> None:
+    rows = [
+        "10,,7,0,m1,1,user,3,11,0.0625,0.25,0.0,0",
+        "20,,7,1,m2,1,user,,,,,,",  # columns left empty, as the trace does for unknown values
+    ]
+    events = list(read_google_events(_write_parts(tmp_path, rows, []), ReadStats()))
+    starts = [e for e in events if isinstance(e, TaskStart)]
+    assert [(e.scheduling_class, e.priority, e.cpu_request, e.memory_request) for e in starts] == [
+        (3, 11, 0.0625, 0.25),
+        (None, None, None, None),
+    ]

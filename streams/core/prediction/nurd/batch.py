@@ -15,11 +15,14 @@ gives the same predictions (the fit is deterministic: same data, same ``random_s
 >>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
 >>> from streams.core.prediction.threshold import Oracle
 >>> job = NurdBatchJob(Oracle(tau_s=1e9), initial_fraction=0.5)
->>> _ = job.observe(JobStart("j", 0, declared_tasks=2))
->>> _ = job.observe(TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {"cpu": 0.1}))
->>> _ = job.observe(TaskFinish("j", "a", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
->>> job.observe(TaskCheckpoint("j", "b", 0, "n2", 20_000_000, 20_000_000, {"cpu": 0.9}))
-[]
+>>> events = [JobStart("j", 0, declared_tasks=2),
+...           TaskCheckpoint("j", "a", 0, "n1", 10_000_000, 10_000_000, {"cpu": 0.1}),
+...           TaskFinish("j", "a", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED),
+...           TaskCheckpoint("j", "b", 0, "n2", 20_000_000, 20_000_000, {"cpu": 0.9})]
+>>> [job.predict(e) if isinstance(e, TaskCheckpoint) else job.learn(e) for e in events]
+[None, None, None, None]
+>>> job.delta is not None  # it predicted at the last checkpoint, below tau
+True
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from streams.core.prediction.threshold import Threshold
 class NurdBatchJob:
     """Nurd with batch scikit-learn models refit at every checkpoint; same verbs and features as ``NurdJob``.
 
-    h sees the usage features; g sees them plus log(1 + elapsed seconds), as in ``NurdJob``.
+    h sees the usage features; g sees them plus log(1 + elapsed seconds), as in ``NurdJob``. Both are fit
+    inside ``predict`` from what the job showed so far (that is the batch method); ``learn`` only records it.
     """
 
     method = "nurd-batch"
@@ -70,20 +74,23 @@ class NurdBatchJob:
         self._h: Any = None
         self._h_size = -1
 
-    def observe(self, event: Event) -> list[StragglerPrediction]:
-        """Learn from ``event``; return the predictions it triggers (at most one, for a checkpoint)."""
+    def learn(self, event: Event) -> None:
+        """Record ``event``: the job's tasks, finished durations (for an online threshold), elapsed times."""
         self.tasks.update(event)
         if isinstance(event, TaskFinish) and event.succeeded:
             self.threshold.estimate(event.task_id, event.duration_us / 1e6)
-        if not isinstance(event, TaskCheckpoint):
-            return []
-        self._elapsed_s[event.task_id] = event.elapsed_us / 1e6
+        if isinstance(event, TaskCheckpoint):
+            self._elapsed_s[event.task_id] = event.elapsed_us / 1e6
+
+    def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
+        """Refit h and g on what the job showed up to this checkpoint, its own vector included; flag once."""
+        self.learn(event)  # the checkpoint's vector and elapsed time are its input x (idempotent)
         if event.task_id in self.flagged or not self.tasks.ready or not self.tasks.complete(event.features):
-            return []
+            return None
         finished = {t: x for t, x in self.tasks.finished.items() if self.tasks.complete(x)}
         running = {t: x for t, x in self.tasks.running.items() if self.tasks.complete(x)}
         if not finished:
-            return []
+            return None
         names = sorted(self.tasks.names)
         predicted = self._predict_latency(names, finished, event.features)
         z = self._propensity(names, finished, running, event.task_id)
@@ -96,14 +103,13 @@ class NurdBatchJob:
         self.threshold.estimate(event.task_id, max(adjusted, event.elapsed_us / 1e6))
         tau = self.threshold.value()
         if tau is None or adjusted < tau:
-            return []
+            return None
         self.flagged.add(event.task_id)
-        flag = StragglerPrediction(
+        return StragglerPrediction(
             event.job_id, event.task_id, event.attempt, event.node_id, event.ts_us, event.elapsed_us,
             predicted_us=predicted * 1e6, adjusted_us=adjusted * 1e6, threshold_us=tau * 1e6,
             weight=w, method=self.method,
         )  # fmt: skip
-        return [flag]
 
     def _predict_latency(self, names: list[str], finished: dict[str, Features], x: Features) -> float:
         if self.refit == "every-checkpoint" or self._h_size != len(finished):

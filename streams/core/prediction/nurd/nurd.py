@@ -42,15 +42,15 @@ Model choice, measured on the four jobs of google2011-nurd-timeseries (oracle ta
 >>> from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, Status
 >>> from streams.core.prediction.threshold import Oracle
 >>> job = NurdJob(Oracle(tau_s=0.5), initial_fraction=0.5)
->>> job.observe(JobStart("j", 0, declared_tasks=2))
-[]
->>> job.observe(TaskCheckpoint("j", "fast", 0, "n1", 10_000_000, 10_000_000, {"cpu": 0.1}))
-[]
->>> job.observe(TaskFinish("j", "fast", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
-[]
->>> flags = job.observe(TaskCheckpoint("j", "slow", 0, "n2", 20_000_000, 20_000_000, {"cpu": 0.9}))
->>> [(f.task_id, f.method, f.adjusted_us >= f.threshold_us == 500_000) for f in flags]
-[('slow', 'nurd', True)]
+>>> job.learn(JobStart("j", 0, declared_tasks=2))
+>>> fast = TaskCheckpoint("j", "fast", 0, "n1", 10_000_000, 10_000_000, {"cpu": 0.1})
+>>> job.predict(fast) is None  # nothing finished yet
+True
+>>> job.learn(fast)
+>>> job.learn(TaskFinish("j", "fast", 0, "n1", 10_000_000, 10_000_000, Status.SUCCEEDED))
+>>> flag = job.predict(TaskCheckpoint("j", "slow", 0, "n2", 20_000_000, 20_000_000, {"cpu": 0.9}))
+>>> (flag.task_id, flag.method, flag.adjusted_us >= flag.threshold_us == 500_000)
+('slow', 'nurd', True)
 >>> job.delta is not None  # fixed at the job's first prediction
 True
 """
@@ -86,7 +86,11 @@ def default_propensity() -> compose.Pipeline:
 
 
 class NurdJob:
-    """Nurd's per-job state; drive it with ``observe(event)`` on every event of one job, in time order.
+    """Nurd's per-job state; drive it with ``step`` (predict, then learn) on every event of one job, in time order.
+
+    ``predict`` reads h and g as they are and records what a prediction decides (the task's flag, delta at
+    the job's first prediction, the task's latency estimate for an online threshold); the checkpoint's vector
+    is its input, seen by both verbs. ``learn`` trains g on the running vector and h and g on finished ones.
 
     Hyperparameters: ``threshold`` (tau), ``regressor`` and ``propensity`` (River models, cloned),
     ``alpha`` and ``epsilon`` (calibration), ``initial_fraction`` (share of tasks that must finish first),
@@ -144,8 +148,18 @@ class NurdJob:
                             (self.propensity or default_propensity()).clone())  # fmt: skip
         return self._models
 
-    def observe(self, event: Event) -> list[StragglerPrediction]:
-        """Learn from ``event``; return the predictions it triggers (at most one, for a checkpoint)."""
+    def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
+        """Flag ``event``'s task now (once), from h and g as they are before this checkpoint is learned."""
+        self.tasks.update(event)  # x of this checkpoint, as learn records it (idempotent)
+        if not self.tasks.complete(event.features) or not self.tasks.ready or event.task_id in self.flagged:
+            return None
+        flag = self._predict(event, *self._vectors(event))
+        if flag is not None:
+            self.flagged.add(event.task_id)
+        return flag
+
+    def learn(self, event: Event) -> None:
+        """Learn from any event of the job: finished tasks train h and g, running checkpoints train g."""
         self.tasks.update(event)
         if isinstance(event, TaskFinish):
             last = self._last.pop(event.task_id, None)
@@ -153,25 +167,15 @@ class NurdJob:
                 self._learn_finished(event, *last)
             elif event.succeeded:
                 self.threshold.estimate(event.task_id, event.duration_us / 1e6)
-            return []
-        if not isinstance(event, TaskCheckpoint):
-            return []
-        xh, xg = self._vectors(event)
-        if not self.tasks.complete(event.features):
-            return []
-        self._last[event.task_id] = (xh, xg)
-        flags = []
-        if self.tasks.ready and event.task_id not in self.flagged:
-            flag = self._predict(event, xh, xg)
-            if flag is not None:
-                self.flagged.add(event.task_id)
-                flags.append(flag)
+            return
+        if not isinstance(event, TaskCheckpoint) or not self.tasks.complete(event.features):
+            return
+        _, xg = self._last[event.task_id] = self._vectors(event)
         self._g.learn_one(xg, False)
         self._negatives += 1
         if self.balance == "replay" and self._positives:
             # one finished vector per running one: balanced classes with unit steps (see class doc)
             self._g.learn_one(self._positives[self._negatives % len(self._positives)], True)
-        return flags
 
     def _vectors(self, event: TaskCheckpoint) -> tuple[Vector, Vector]:
         x: Vector = {name: value for name, value in event.features.items()}

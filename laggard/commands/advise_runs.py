@@ -1,0 +1,172 @@
+"""The work behind ``laggard advise``: load a trace into samples, train the trees, run the evaluations.
+
+Kept apart from the click commands so the commands stay a page long and tests can call the runs directly.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import click
+
+from laggard.commands.run import open_trace_or_fail
+from laggard.errors import UserError
+from streams.core.avoidance.evaluation import (
+    AdviceScore,
+    Sample,
+    assess,
+    choose_threshold,
+    collect_samples,
+    metrics_by_type,
+    prequential_cart,
+    prequential_hoeffding,
+    split_predictions,
+    stragglers_by_median,
+    stragglers_by_z,
+)
+from streams.core.avoidance.status import NodeStatusTracker
+from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Metrics
+
+US_PER_H = 3_600_000_000
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The evaluation's choices; each was fixed on seeds or hours other than those reported."""
+
+    depth: int = 4
+    min_leaf: int = 50
+    period_s: float = 600.0
+    budget: float = 0.09  # share of placements the threshold may refuse on the tuning data
+    ratio: float = 1.5  # a straggler takes at least this times its job's median (the paper's definition)
+    learn_hours: float = 1.0
+    repeats: int = 5
+
+
+def load_samples(spec: str, tracker: NodeStatusTracker | None = None) -> tuple[list[Sample], Any]:
+    trace = open_trace_or_fail(spec)
+    click.echo(f"reading {spec} ...", err=True)
+    samples = collect_samples(iter(trace), tracker=tracker)
+    if len(samples) < 2:
+        raise UserError(f"{spec}: fewer than 2 labelled tasks (successful tasks of jobs with 2 or more of them)")
+    return samples, trace
+
+
+def seeded(spec: str, seed: int) -> str:
+    """``synthetic:...`` with its seed replaced by ``seed``."""
+    head, _, rest = spec.partition(":")
+    keys = [item for item in rest.split(",") if item.strip() and not item.strip().startswith("seed=")]
+    return f"{head}:{','.join([*keys, f'seed={seed}'])}"
+
+
+def _scored(samples: list[Sample], learn_hours: float) -> list[bool]:
+    origin = min(s.start_us for s in samples)
+    return [s.start_us >= origin + learn_hours * US_PER_H for s in samples]
+
+
+def _predict(samples: list[Sample], knobs: Knobs) -> list[float | None]:
+    return prequential_cart(samples, round(knobs.period_s * 1e6), CartTrees(knobs.depth, knobs.min_leaf))
+
+
+def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str, Any]:
+    return {
+        "run": name, "threshold": score.threshold, "placements": score.placements, "refused": score.refused,
+        "refused_share": score.refused_share, "stragglers": score.stragglers, "avoided": score.avoided,
+        "avoided_share": score.avoided_share, "null_avoided_share": score.null_avoided_share,
+        "jobs_touched": score.jobs_touched, "jct_reduction": score.jct_reduction,
+        "null_jct_reduction": score.null_reduction, "stragglers_z1": z_score.stragglers,
+        "avoided_share_z1": z_score.avoided_share,
+    }  # fmt: skip
+
+
+def _assess_both(samples: list[Sample], predictions: list[float | None], threshold: float, scored: list[bool],
+                 knobs: Knobs, seed: int) -> tuple[AdviceScore, AdviceScore]:  # fmt: skip
+    by_median = assess(samples, predictions, threshold, scored, stragglers_by_median(samples, knobs.ratio),
+                       knobs.repeats, seed)  # fmt: skip
+    by_z = assess(samples, predictions, threshold, scored, stragglers_by_z(samples), repeats=1, seed=seed)
+    return by_median, by_z
+
+
+def metrics_rows(found: dict[str, Metrics], model: str) -> list[dict[str, Any]]:
+    return [{"model": model, "task_type": kind, **asdict(m)} for kind, m in found.items()]
+
+
+def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs: Knobs) -> dict[str, Any]:
+    """Threshold chosen on ``tune_seeds`` (pooled), then each of ``seeds`` scored with it."""
+    pooled: list[float | None] = []
+    for seed in tune_seeds:
+        samples, _ = load_samples(seeded(spec, seed))
+        predictions = _predict(samples, knobs)
+        pooled += [p for p, on in zip(predictions, _scored(samples, knobs.learn_hours), strict=True) if on]
+    threshold = choose_threshold(pooled, knobs.budget)
+    rows, errors = [], []
+    for seed in seeds:
+        samples, _ = load_samples(seeded(spec, seed))
+        scored = _scored(samples, knobs.learn_hours)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            predictions = _predict(samples, knobs)
+            hoeffding = prequential_hoeffding(samples, HoeffdingTrees())
+        by_median, by_z = _assess_both(samples, predictions, threshold, scored, knobs, seed)
+        rows.append(_score_row(f"seed={seed}", by_median, by_z))
+        index = [i for i, on in enumerate(scored) if on]
+        for model, found in (("cart", predictions), ("hoeffding", hoeffding)):
+            for row in metrics_rows(metrics_by_type(samples, index, [found[i] for i in index]), model):
+                errors.append({"run": f"seed={seed}", **row})
+    return {"trace": spec, "seeds": seeds, "tune_seeds": tune_seeds, "threshold": threshold, "knobs": asdict(knobs),
+            "runs": rows, "summary": summary(rows), "tree_errors": errors}  # fmt: skip
+
+
+def evaluate_trace(spec: str, knobs: Knobs) -> dict[str, Any]:
+    """Learn on the first ``learn_hours``, score the later hours: tree errors per type, and the adviser."""
+    samples, _ = load_samples(spec)
+    scored = _scored(samples, knobs.learn_hours)
+    if not any(scored) or all(scored):
+        raise UserError(f"--learn-hours {knobs.learn_hours} leaves nothing to learn from or nothing to score")
+    origin = min(s.start_us for s in samples)
+    cart = CartTrees(knobs.depth, knobs.min_leaf)
+    click.echo(f"{len(samples)} labelled tasks; trees learn on the first {knobs.learn_hours} h ...", err=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        test, cart_pred, hoeff_pred = split_predictions(
+            samples, origin + round(knobs.learn_hours * US_PER_H), cart, HoeffdingTrees()
+        )
+        click.echo("prequential CART for the adviser ...", err=True)
+        predictions = _predict(samples, knobs)
+    threshold = choose_threshold([p for p, on in zip(predictions, scored, strict=True) if not on], knobs.budget)
+    by_median, by_z = _assess_both(samples, predictions, threshold, scored, knobs, 0)
+    biggest = max(cart.types(), key=lambda kind: sum(1 for s in samples if s.task_type == kind), default="")
+    errors = metrics_rows(metrics_by_type(samples, test, cart_pred), "cart")
+    errors += metrics_rows(metrics_by_type(samples, test, hoeff_pred), "hoeffding")
+    return {"trace": spec, "threshold": threshold, "knobs": asdict(knobs),
+            "runs": [_score_row("trace", by_median, by_z)], "tree_errors": errors,
+            "tree": {"task_type": biggest, "text": cart.text(biggest)}}  # fmt: skip
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(key: str) -> float:
+        values = [r[key] for r in rows if r[key] is not None and not math.isnan(r[key])]
+        return statistics.fmean(values) if values else math.nan
+
+    keys = ("refused_share", "avoided_share", "null_avoided_share", "jct_reduction", "null_jct_reduction")
+    result: dict[str, Any] = {key: mean(key) for key in keys}
+    result["acceptance"] = {
+        "avoided_at_least_half": all(r["avoided_share"] >= 0.5 for r in rows),
+        "refused_at_most_tenth": all(r["refused_share"] <= 0.1 for r in rows),
+        "jct_beats_null": all((r["jct_reduction"] or 0) > (r["null_jct_reduction"] or 0) for r in rows),
+    }
+    return result
+
+
+def train_all(samples: list[Sample], depth: int, min_leaf: int) -> CartTrees:
+    """CART per type on every labelled placement of the trace (for advice, trees and serving)."""
+    cart = CartTrees(depth, min_leaf)
+    for kind in sorted({s.task_type for s in samples}):
+        chosen = [s for s in samples if s.task_type == kind]
+        if len(chosen) >= 2 * min_leaf:
+            cart.fit(kind, [s.x for s in chosen], [s.z for s in chosen])
+    return cart

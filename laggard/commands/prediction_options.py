@@ -1,0 +1,78 @@
+"""What ``laggard eval`` and ``laggard simulate`` share: method names from the registry, the predictors'
+context from the settings, and reading a trace into jobs."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from laggard.commands.options import settings_with
+from laggard.errors import UserError
+from streams.core.events import Event, TaskCheckpoint
+from streams.core.prediction.base import PredictionContext
+from streams.core.prediction.registry import ALIASES, PREDICTORS, expand_names
+
+
+def method_choices() -> str:
+    """The names ``--methods`` accepts, for its help: every registered predictor and the aliases."""
+    return ", ".join([*PREDICTORS.names(), *ALIASES])
+
+
+def parse_methods(text: str) -> list[str]:
+    """Registered method names from a comma list, ``spark`` expanding to both parameter sets."""
+    given = [name for name in (raw.strip() for raw in text.split(",")) if name]
+    for name in given:
+        if name not in ALIASES and name not in PREDICTORS:
+            raise UserError(f"unknown method {name!r}: choose from {method_choices()}")
+    names = expand_names(given)
+    if not names:
+        raise UserError("--methods names no method")
+    return names
+
+
+def prediction_context(alpha: float | None, initial_fraction: float | None = None) -> PredictionContext:
+    """The predictors' context: the settings, with the command line on top."""
+    settings = settings_with()
+    return PredictionContext(
+        initial_fraction=settings.nurd_initial_fraction if initial_fraction is None else initial_fraction,
+        params={"nurd_alpha": settings.nurd_alpha if alpha is None else alpha, "nurd_epsilon": settings.nurd_epsilon},
+        seed=settings.seed,
+    )
+
+
+def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
+    """The trace's events grouped by job, and the trace (for its counters)."""
+    from producers.registry import open_trace
+
+    try:
+        trace = open_trace(spec)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from None
+    jobs: dict[str, list[Event]] = defaultdict(list)
+    try:
+        for event in trace:
+            jobs[event.job_id].append(event)
+    except (ValueError, OSError) as exc:
+        raise UserError(f"reading {spec}: {exc}") from None
+    err.print(f"read {trace.events} events of {len(jobs)} jobs ({trace.bad_rows} bad rows skipped)")
+    return dict(jobs), trace
+
+
+def require_checkpoints(jobs: dict[str, list[Event]], spec: str, hint: str = "") -> None:
+    """Methods flag running tasks at their checkpoints: a trace with none would score 0 everywhere."""
+    if not any(isinstance(e, TaskCheckpoint) for events in jobs.values() for e in events):
+        raise UserError(
+            f"{spec} has no task checkpoints, so no method can flag a running task: use a trace with usage "
+            f"series (google2011-usage:DIR){hint}"
+        )
+
+
+def check_plot_dir(plot: str | None) -> None:
+    """Fail before the work, not after it, when the plot could not be written."""
+    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
+        raise UserError(f"cannot write plot {plot}: its directory does not exist")

@@ -1,0 +1,114 @@
+"""The scheduler adviser (the paper's Algorithm 1): allow or avoid a node for a task, with the tree path in words.
+
+``advise(node, task_type, snapshot)`` walks the task type's tree with the node's status at entry; a placement
+whose expected z exceeds ``threshold`` is avoided. A node on the blacklist is avoided whatever the tree says
+(the list is the ranking's verdict over an hour of evidence; the tree is a guess about the next task). A
+task type with no tree yet is allowed: an adviser that knows nothing must not stop a scheduler.
+
+``priority`` maps the same prediction to the 0-10 score of Kubernetes' scheduler extenders: 10 for a node
+where the task is expected to run well below its job's mean, 0 at or beyond the threshold and for listed nodes.
+
+>>> from streams.core.avoidance.status import NodeStatus
+>>> from streams.core.avoidance.trees import CartTrees
+>>> trees = CartTrees(max_depth=1, min_samples_leaf=1)
+>>> trees.fit("map", [{"running": float(r)} for r in range(20)], [0.0] * 11 + [1.4] * 9)
+>>> adviser = Adviser(trees, threshold=1.0)
+>>> advice = adviser.advise("n7", "map", NodeStatus("n7", 0, running=14))
+>>> advice.verdict, advice.reason
+('avoid', 'running tasks 14 > 10.5: expected z +1.40 > +1.00')
+>>> adviser.advise("n7", "map", NodeStatus("n7", 0, running=3)).reason
+'running tasks 3 <= 10.5: expected z +0.00 <= +1.00'
+>>> Adviser(trees, 1.0, listed={"n7"}).advise("n7", "map", NodeStatus("n7", 0, running=3)).reason
+'n7 is on the blacklist'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from streams.core.avoidance.features import describe, features
+from streams.core.avoidance.status import NodeStatus
+from streams.core.avoidance.trees import CartTrees, Split
+
+Verdict = Literal["allow", "avoid"]
+MAX_PRIORITY = 10  # Kubernetes' MaxExtenderPriority
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One answer: the verdict, the expected z (None without a tree), the path, and all of it in words."""
+
+    node_id: str
+    task_type: str
+    verdict: Verdict
+    expected_z: float | None
+    threshold: float
+    path: tuple[Split, ...]
+    listed: bool
+    reason: str
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict == "allow"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def path_words(path: Collection[Split]) -> str:
+    """``running tasks 14 > 11 and CPU requested 0.71 > 0.63``."""
+    return " and ".join(
+        f"{describe(s.feature)} {_number(s.value)} {s.op} {_number(round(s.threshold, 2))}" for s in path
+    )
+
+
+class Adviser:
+    """Advice from per-type trees, a threshold on expected z, and the set of listed nodes (pluggable: any
+    collection; the CLI reads a file adapter's blacklist file, a live adviser would follow the snapshots)."""
+
+    def __init__(self, trees: CartTrees, threshold: float = 1.0, listed: Collection[str] = frozenset()) -> None:
+        self.trees, self.threshold, self.listed = trees, threshold, frozenset(listed)
+
+    def advise(
+        self,
+        node_id: str,
+        task_type: str,
+        snapshot: NodeStatus,
+        cpu_request: float | None = None,
+        memory_request: float | None = None,
+    ) -> Advice:
+        """Allow or avoid ``node_id`` for a task of ``task_type``, given the node's ``snapshot`` at entry."""
+        if node_id in self.listed:
+            return Advice(node_id, task_type, "avoid", None, self.threshold, (), True, f"{node_id} is on the blacklist")
+        x = features(snapshot, cpu_request, memory_request)
+        expected = self.trees.predict_one(task_type, x)
+        if expected is None:
+            reason = f"no tree for task type {task_type!r} yet: allowed"
+            return Advice(node_id, task_type, "allow", None, self.threshold, (), False, reason)
+        path = tuple(self.trees.path(task_type, x))
+        avoid = expected > self.threshold
+        words = path_words(path) or "a tree with one leaf"
+        reason = f"{words}: expected z {expected:+.2f} {'>' if avoid else '<='} {self.threshold:+.2f}"
+        return Advice(node_id, task_type, "avoid" if avoid else "allow", expected, self.threshold, path, False, reason)
+
+    def priority(self, advice: Advice) -> int:
+        """0-10 for a scheduler extender's prioritize verb: higher is a better place for the task."""
+        if advice.listed or (advice.expected_z is None and not advice.allowed):
+            return 0
+        if advice.expected_z is None:
+            return MAX_PRIORITY // 2
+        # expected z = threshold -> 0, z = 0 (the job's mean) -> 5, z = -threshold -> 10
+        scale = max(abs(self.threshold), 1e-9)
+        score = MAX_PRIORITY / 2 * (1.0 - advice.expected_z / scale)
+        return int(min(MAX_PRIORITY, max(0, round(score))))
+
+
+def advise(
+    node_id: str, task_type: str, snapshot: NodeStatus, trees: CartTrees, threshold: float = 1.0,
+    listed: Collection[str] = frozenset(),
+) -> Advice:  # fmt: skip
+    """The paper's ``ADVISER(trees, snapshot, threshold, node, type)`` as one call."""
+    return Adviser(trees, threshold, listed).advise(node_id, task_type, snapshot)

@@ -1,0 +1,130 @@
+"""The straggler predictors by name: ``PREDICTORS`` (what settings, the worker, ``laggard eval`` and
+``laggard simulate`` accept) and the aliases the command line expands.
+
+A factory takes a ``PredictionContext`` and returns a ``PredictionMethod``. Each method reads its own
+hyperparameters from ``context.params`` (Nurd: ``nurd_alpha``, ``nurd_epsilon``) and ignores the rest;
+``initial_fraction`` is shared. Implementations are imported when a method is built, so reading the names
+(settings validation, ``--help``) stays cheap.
+
+>>> PREDICTORS.names()[:3]
+('nurd', 'nurd-nc', 'supervised')
+>>> method = PREDICTORS.get("nurd")(PredictionContext(params={"nurd_alpha": 0.0}))
+>>> method.name, method.uses_threshold
+('nurd', True)
+>>> expand_names(["spark", "hadoop"])
+['spark-q0.75-m1.5', 'spark-q0.9-m3', 'hadoop']
+>>> build_method("nope", PredictionContext())
+Traceback (most recent call last):
+...
+ValueError: unknown predictor 'nope'; one of: nurd, nurd-nc, supervised, nurd-batch, spark-q0.75-m1.5, \
+spark-q0.9-m3, hadoop, hst, elapsed-tau, hawkeye, hawkeye-adaptive
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from streams.core.prediction.base import JobPredictor, PredictionContext, PredictionMethod
+from streams.core.prediction.perjob import PerJobMethod
+from streams.core.prediction.threshold import Threshold
+from streams.core.registry import Registry
+
+PredictorFactory = Callable[[PredictionContext], PredictionMethod]
+PREDICTORS: Registry[PredictorFactory] = Registry("predictor")
+ALIASES: dict[str, tuple[str, ...]] = {"spark": ("spark-q0.75-m1.5", "spark-q0.9-m3")}
+
+
+def build_method(name: str, context: PredictionContext) -> PredictionMethod:
+    """The method registered as ``name``, built for ``context``; ValueError listing the names if unknown."""
+    return PREDICTORS.get(name)(context)
+
+
+def expand_names(names: Iterable[str]) -> list[str]:
+    """Names with aliases expanded, each once, in order; unknown names are left for the caller to reject."""
+    return list(dict.fromkeys(item for name in names for item in ALIASES.get(name, (name,))))
+
+
+def _nurd(name: str, weighting: str) -> PredictorFactory:
+    def factory(context: PredictionContext) -> PredictionMethod:
+        from streams.core.prediction.nurd.nurd import NurdJob
+
+        alpha, epsilon = context.params.get("nurd_alpha", 0.5), context.params.get("nurd_epsilon", 0.05)
+
+        def build(threshold: Threshold) -> JobPredictor:
+            return NurdJob(threshold, alpha=alpha, epsilon=epsilon, initial_fraction=context.initial_fraction,
+                           weighting=weighting)  # type: ignore[arg-type]  # fmt: skip
+
+        return PerJobMethod(name, True, build)
+
+    return factory
+
+
+def _batch(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.nurd.batch import NurdBatchJob
+
+    alpha, epsilon = context.params.get("nurd_alpha", 0.5), context.params.get("nurd_epsilon", 0.05)
+
+    def build(threshold: Threshold) -> JobPredictor:
+        # "on-change" gives the predictions of refitting at every checkpoint (deterministic fits) in half the time
+        return NurdBatchJob(threshold, alpha=alpha, epsilon=epsilon, initial_fraction=context.initial_fraction,
+                            refit="on-change")  # fmt: skip
+
+    return PerJobMethod("nurd-batch", True, build)
+
+
+def _spark(quantile: float, multiplier: float) -> PredictorFactory:
+    def factory(context: PredictionContext) -> PredictionMethod:
+        from streams.core.prediction.baselines import SpeculationJob
+
+        name = f"spark-q{quantile:g}-m{multiplier:g}"
+        return PerJobMethod(name, False, lambda threshold: SpeculationJob(quantile, multiplier))
+
+    return factory
+
+
+def _hadoop(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.baselines import HadoopJob
+
+    return PerJobMethod("hadoop", False, lambda threshold: HadoopJob(0.05, 1.0))
+
+
+def _hst(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.baselines import OutlierJob
+
+    return PerJobMethod("hst", False, lambda threshold: OutlierJob(initial_fraction=context.initial_fraction))
+
+
+def _elapsed_tau(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.baselines import ElapsedTauJob
+
+    return PerJobMethod("elapsed-tau", True, lambda threshold: ElapsedTauJob(threshold, context.initial_fraction))
+
+
+PREDICTORS.register("nurd", _nurd("nurd", "calibrated"), "Nurd: h(x) reweighted by calibrated propensity g(x)")
+PREDICTORS.register("nurd-nc", _nurd("nurd-nc", "propensity"), "Nurd without calibration: h(x) / g(x)")
+PREDICTORS.register("supervised", _nurd("supervised", "none"), "Nurd's latency model h alone (no reweighting)")
+PREDICTORS.register("nurd-batch", _batch, "Nurd as in the paper: scikit-learn models refit at every checkpoint")
+PREDICTORS.register("spark-q0.75-m1.5", _spark(0.75, 1.5), "Spark speculation: after 75 % finished, 1.5x median")
+PREDICTORS.register("spark-q0.9-m3", _spark(0.9, 3.0), "Spark speculation: after 90 % finished, 3x median")
+PREDICTORS.register("hadoop", _hadoop, "Hadoop: after 5 % finished, elapsed > mean + 1 std of durations")
+PREDICTORS.register("hst", _hst, "HalfSpaceTrees on checkpoint features: anomaly score in the job's top tenth")
+# A yardstick, not a predictor: what knowing tau and elapsed time alone is worth under the same protocol.
+PREDICTORS.register("elapsed-tau", _elapsed_tau, "yardstick: flag once elapsed time passes tau")
+
+
+def _hawkeye(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.hawkeye.factories import make_hawkeye
+
+    return make_hawkeye(context)
+
+
+def _hawkeye_adaptive(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.hawkeye.factories import make_hawkeye_adaptive
+
+    return make_hawkeye_adaptive(context)
+
+
+PREDICTORS.register("hawkeye", _hawkeye, "Hawkeye q0.75/m1.5: per-host straggling ratio and Pareto PoF (speculate)")
+PREDICTORS.register(
+    "hawkeye-adaptive", _hawkeye_adaptive, "Hawkeye, (q, m) per job type and size by River LinUCB on ended jobs' JCT"
+)

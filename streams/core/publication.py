@@ -1,0 +1,123 @@
+"""What the ranking publishes, given what its consumers have already seen: the decision half of the rank agent.
+
+The ranking stage (``streams.core.stages.RankStage``) turns samples and progress into ``RankResult``s. Before
+they leave, three rules apply, the same in the Kafka worker and in the in-process runner:
+
+- consumers never see a version go backwards: a delta whose version is not above the last one published (a
+  replay after a restart, a partition handed back) is not published again;
+- a ranking that starts with no state of its own while consumers hold version N continues from their
+  blacklist, so its next delta is N + 1 against what they have (``resume``);
+- ``node-scores`` carries only the nodes whose statistics changed since last sent (``ScoreChanges``);
+- z-values that reach the ranking after their task left the window are counted, and one warning says so when
+  they are a tenth or more of all samples (``late_warning``).
+
+>>> from streams.core.events import NormalizedTask, Progress
+>>> from streams.core.ranking_config import RankingConfig
+>>> config = RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None,
+...                        max_fraction=1.0)
+>>> samples = [NormalizedTask("j", f"t{i}", 0, "slow" if i < 2 else f"n{i % 3}", 5, 1, z)
+...            for i, z in enumerate([2.0, 2.1, 0.0, 0.1, -0.1, 0.0, 0.1, -0.1])]
+>>> ranking = PublishedRanking(RankStage(config, partitions=1), published_version=0)
+>>> [ranking.take(sample) for sample in samples][0]  # samples wait for the boundary
+[]
+>>> [(p.delta.version, [e.node_id for e in p.delta.added]) for p in ranking.take(Progress(0, 1, 12))]
+[(1, ['slow'])]
+>>> replayed = PublishedRanking(RankStage(config, partitions=1), published_version=1)
+>>> _ = [replayed.take(sample) for sample in samples]
+>>> [p.delta for p in replayed.take(Progress(0, 1, 12))]  # a replay: version 1 is out already
+[None]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeScore, NormalizedTask, Progress
+from streams.core.ranking import ScoreChanges
+from streams.core.stages import RankResult, RankStage
+
+LATE_WARNING_MIN = 100  # late samples before the warning can fire
+LATE_WARNING_SHARE = 0.1  # of all samples seen
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One ranking boundary as it leaves: the changed node scores, and the delta with its snapshot unless
+    consumers have that version already (then both are None)."""
+
+    result: RankResult
+    scores: list[NodeScore]
+    delta: BlacklistDelta | None
+    snapshot: BlacklistSnapshot | None
+
+
+class PublishedRanking:
+    """The cluster-wide ranking together with what its consumers have seen; the rank agent's one state.
+
+    ``published_version`` is the newest version on ``blacklist-snapshot`` (0: none); ``scores`` off skips
+    the ``node-scores`` selection where nobody reads it (the in-process runner). Only the stage is
+    checkpointed: after a restart the shell reads the published version again from the topic.
+    """
+
+    def __init__(self, stage: RankStage, published_version: int = 0, scores: bool = True) -> None:
+        self.stage = stage
+        self.published_version = published_version
+        self._scores = ScoreChanges() if scores else None  # a new one (restart) republishes all once
+        self._warned_late = False
+
+    def resume(self, published: BlacklistSnapshot | None, restored: bool) -> bool:
+        """Start after ``published``, the consumers' latest snapshot; True when the ranking adopted it (it
+        had no state of its own, so its next delta must follow what they hold, never reuse a version)."""
+        self.published_version = 0 if published is None else published.version
+        if published is None or restored:
+            return False
+        self.stage.ranker.adopt(published)
+        return True
+
+    def take(self, record: NormalizedTask | Progress) -> list[Publication]:
+        """A record of the ranking feed in; what the boundaries it completed publish out."""
+        if isinstance(record, Progress):
+            return self.publish(self.stage.progress(record))
+        self.stage.add(record)
+        return []
+
+    def mark_idle(self, partition: int) -> list[Publication]:
+        """Rank without a silent normalising partition (the shell's judgement, see ``RankStage.mark_idle``)."""
+        return self.publish(self.stage.mark_idle(partition))
+
+    def finish(self, ts_us: int) -> list[Publication]:
+        """End of a finite trace (see ``RankStage.finish``)."""
+        return self.publish(self.stage.finish(ts_us))
+
+    def publish(self, results: list[RankResult]) -> list[Publication]:
+        out = []
+        for result in results:
+            scores = self._scores.select(result.ranking) if self._scores is not None else []
+            delta = result.delta
+            if delta is None or delta.version <= self.published_version:
+                out.append(Publication(result, scores, None, None))
+                continue
+            self.published_version = delta.version
+            out.append(Publication(result, scores, delta, result.snapshot))
+        return out
+
+    @property
+    def late_samples(self) -> int:
+        return self.stage.ranker.late_samples
+
+    def late_warning(self) -> str | None:
+        """Once, when many z-values arrived after their task had left the window: the words of the warning."""
+        late, seen = self.late_samples, self.stage.samples_seen
+        if self._warned_late or late < LATE_WARNING_MIN or late < LATE_WARNING_SHARE * seen:
+            return None
+        self._warned_late = True
+        return (f"{late} of {seen} z-values reached the ranking after their task had left the window and were "
+                "never ranked: jobs with no JobFinish are final only after LAGGARD_JOB_IDLE_TIMEOUT_S; keep it "
+                "well below LAGGARD_WINDOW_SIZE_S")
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.stage.snapshot()
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.stage.restore(state)

@@ -1,0 +1,39 @@
+"""What `laggard worker` settles before it touches Kafka: its data directory, and settings it must refuse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from laggard.cli import cli
+from streams.app import make_app
+from streams.settings import Settings
+
+
+def test_the_worker_makes_its_data_directory_wherever_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # empty: no ./.laggard
+    app = make_app(Settings(web_port=0), partitions=2)
+    assert (tmp_path / ".laggard" / "worker").is_dir()
+    assert {agent.name for agent in app.agents.values()} >= {"normalise_tasks", "rank_nodes"}
+
+
+def test_an_idle_timeout_longer_than_the_window_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAGGARD_WINDOW_SIZE_S", "1800")
+    monkeypatch.setenv("LAGGARD_JOB_IDLE_TIMEOUT_S", "3600")
+    result = CliRunner().invoke(cli, ["worker", "--bootstrap", "127.0.0.1:1"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "Error: invalid setting LAGGARD_JOB_IDLE_TIMEOUT_S='3600': 3600 s exceeds the window "
+        "LAGGARD_WINDOW_SIZE_S=1800 s: jobs final only after their tasks left the window would never be ranked"
+    ]
+
+
+@pytest.mark.parametrize(("window", "wait", "expected"), [(3600, True, 3600), (3600, False, 600), (1200, False, 200)])
+def test_an_unset_idle_timeout_follows_the_window(window: float, wait: bool, expected: float) -> None:
+    settings = Settings(window_size_s=window, wait_for_job_events=wait)
+    assert settings.job_idle_timeout_s == expected
+    assert "job_idle_timeout_s" not in settings.model_fields_set  # `laggard run` can still tell it was not chosen

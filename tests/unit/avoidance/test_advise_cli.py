@@ -1,0 +1,40 @@
+"""``laggard advise`` as a user runs it: one JSON document with --json, one clear line and exit 1 on bad input."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from laggard.cli import cli
+
+SMALL = "synthetic:nodes=20,slow=0,jobs=60,shape=6,interarrival=45,load=2"
+
+
+def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> None:
+    args = ["--seeds", "1-2", "--tune-seeds", "9", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1"]
+    result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [run["run"] for run in document["runs"]] == ["seed=1", "seed=2"]
+    assert {"refused_share", "avoided_share", "jct_reduction", "null_jct_reduction"} <= set(document["runs"][0])
+    assert set(document["summary"]["acceptance"]) == {"avoided_at_least_half", "refused_at_most_tenth",
+                                                      "jct_beats_null"}  # fmt: skip
+
+
+def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
+    result = CliRunner().invoke(cli, ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04",
+                                      "--type", "compute", "--cpu", "0.2", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert answer["verdict"] in ("allow", "avoid") and "expected z" in answer["reason"]
+    tree = CliRunner().invoke(cli, ["advise", "tree", "--trace", f"{SMALL},seed=3", "--type", "memory"])
+    assert tree.exit_code == 0 and "|---" in tree.stdout
+
+
+def test_bad_input_is_one_line_and_exit_1() -> None:
+    for args in (["eval", "--trace", SMALL, "--seeds", "one"], ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
+                 ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"]):  # fmt: skip
+        result = CliRunner().invoke(cli, ["advise", *args])
+        assert result.exit_code == 1, (args, result.output)
+        assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")

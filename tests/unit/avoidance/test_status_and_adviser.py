@@ -1,0 +1,120 @@
+"""Node status at entry, the trees and the adviser: what a scheduler asking for advice would notice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from producers.synthetic import SyntheticCluster, parse_config
+from streams.core.avoidance.adviser import Adviser
+from streams.core.avoidance.evaluation import (
+    assess,
+    choose_threshold,
+    collect_samples,
+    prequential_cart,
+    stragglers_by_median,
+)
+from streams.core.avoidance.features import FEATURES, features
+from streams.core.avoidance.status import NodeStatusTracker
+from streams.core.avoidance.trees import CartTrees, regression_metrics
+from streams.core.events import Status, TaskFinish, TaskStart
+
+MIN = 60_000_000
+
+
+def test_running_tasks_and_request_sums_follow_starts_and_finishes_and_peaks_expire() -> None:
+    tracker = NodeStatusTracker()
+    for i in range(3):
+        tracker.update(TaskStart("j", str(i), 0, "n1", MIN * (i + 1), cpu_request=0.2, memory_request=0.1))
+    for i in range(3):
+        tracker.update(TaskFinish("j", str(i), 0, "n1", MIN * 10, MIN * (9 - i), Status.SUCCEEDED))
+    idle = tracker.status("n1", MIN * 11)
+    assert (idle.running, idle.cpu_requested) == (0, 0.0)
+    assert (idle.running_peak_5m, idle.cpu_peak_5m, idle.running_peak_15m) == (3, 0.6, 3)
+    later = tracker.status("n1", MIN * 20)  # 10 minutes after the peak: out of 5 min, inside 15 min
+    assert (later.running_peak_5m, later.running_peak_15m) == (0, 3)
+    assert tracker.status("n1", MIN * 30).running_peak_15m == 0
+    assert tracker.status("never-seen", MIN).running == 0
+
+
+def test_a_reschedule_without_an_end_replaces_the_earlier_attempt() -> None:
+    tracker = NodeStatusTracker()
+    tracker.update(TaskStart("j", "0", 0, "n1", MIN, cpu_request=0.5))
+    tracker.update(TaskStart("j", "0", 1, "n2", 2 * MIN, cpu_request=0.5))  # the end of attempt 0 never came
+    assert tracker.status("n1", 3 * MIN).running == 0
+    assert tracker.status("n2", 3 * MIN).cpu_requested == 0.5
+    tracker.update(TaskFinish("j", "0", 0, "n1", 4 * MIN, 3 * MIN, Status.KILLED))  # late end of the old attempt
+    assert tracker.status("n2", 5 * MIN).running == 1
+
+
+def _busy_tree() -> CartTrees:
+    rng = np.random.default_rng(0)
+    xs, ys = [], []
+    for _ in range(600):
+        running, cpu = int(rng.integers(0, 20)), float(rng.uniform(0, 1))
+        xs.append({"running": float(running), "cpu_requested": cpu})
+        ys.append(1.5 if running > 11 and cpu > 0.6 else -0.2)
+    trees = CartTrees(max_depth=3, min_samples_leaf=20)
+    trees.fit("map", xs, ys)
+    return trees
+
+
+def test_the_adviser_avoids_a_busy_node_and_says_why_in_the_trees_words() -> None:
+    from streams.core.avoidance.status import NodeStatus
+
+    adviser = Adviser(_busy_tree(), threshold=1.0)
+    busy = adviser.advise("n7", "map", NodeStatus("n7", 0, running=14, cpu_requested=0.71))
+    assert busy.verdict == "avoid"
+    assert "running tasks 14 >" in busy.reason and "CPU requested 0.71 >" in busy.reason
+    assert busy.reason.endswith("> +1.00")
+    calm = adviser.advise("n7", "map", NodeStatus("n7", 0, running=3, cpu_requested=0.71))
+    assert calm.verdict == "allow" and adviser.priority(calm) > adviser.priority(busy)
+    assert adviser.advise("n7", "reduce", NodeStatus("n7", 0, running=14)).verdict == "allow"  # no tree: allow
+    listed = Adviser(_busy_tree(), 1.0, listed={"n7"}).advise("n7", "map", NodeStatus("n7", 0))
+    assert listed.verdict == "avoid" and "blacklist" in listed.reason
+
+
+def test_metrics_are_relative_to_the_job_mean_baseline() -> None:
+    truth = [-1.0, 0.5, 2.0, -1.5]
+    assert regression_metrics(truth, [0.0] * 4).rae == pytest.approx(100.0)  # the baseline itself
+    assert regression_metrics(truth, truth).rae == 0.0
+    assert math.isnan(regression_metrics(truth, [0.3] * 4).corr)
+
+
+@pytest.fixture(scope="module")
+def loaded_cluster() -> list:  # type: ignore[type-arg]
+    spec = "nodes=30,slow=0,jobs=160,shape=6,interarrival=45,load=2,seed=11"
+    return collect_samples(SyntheticCluster(parse_config(spec)))
+
+
+def test_on_a_load_dependent_cluster_the_trees_beat_the_job_mean_and_the_adviser_beats_chance(loaded_cluster) -> None:  # type: ignore[no-untyped-def]
+    samples = loaded_cluster
+    assert {s.task_type for s in samples} == {"compute", "memory"}
+    predictions = prequential_cart(samples, 600_000_000, CartTrees(4, 50))
+    scored = [s.start_us >= 3_600_000_000 and p is not None for s, p in zip(samples, predictions, strict=True)]
+    pairs = [(s.z, p) for s, p, on in zip(samples, predictions, scored, strict=True) if on]
+    assert regression_metrics([z for z, _ in pairs], [p for _, p in pairs]).rae < 90.0
+    threshold = choose_threshold([p for p, on in zip(predictions, scored, strict=True) if on], 0.1)
+    score = assess(samples, predictions, threshold, scored, stragglers_by_median(samples))
+    assert score.refused_share <= 0.1 + 1e-9
+    assert score.avoided_share > 2 * score.null_avoided_share  # far better than refusing at random
+    assert score.jct_reduction is not None and score.null_reduction is not None
+    assert score.jct_reduction > score.null_reduction
+
+
+def test_features_cover_every_named_feature() -> None:
+    from streams.core.avoidance.status import NodeStatus
+
+    assert list(features(NodeStatus("n", 0))) == list(FEATURES)
+
+
+def test_the_load_model_is_off_by_default_and_puts_requests_on_starts_when_on() -> None:
+    plain = [e for e in SyntheticCluster(parse_config("nodes=6,slow=1,jobs=3,seed=2")) if isinstance(e, TaskStart)]
+    assert all(e.cpu_request is None and e.task_type == "" for e in plain)
+    loaded = [e for e in SyntheticCluster(parse_config("nodes=6,slow=1,jobs=3,seed=2,load=1"))
+              if isinstance(e, TaskStart)]  # fmt: skip
+    assert all(e.cpu_request is not None and e.task_type in ("compute", "memory") for e in loaded)
+    with pytest.raises(ValueError, match="load must not be negative"):
+        parse_config("load=-1")
