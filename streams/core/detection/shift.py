@@ -9,13 +9,17 @@ confidence lists small ones eventually. A node is a *suspect* once some scale ha
 (``ci_low > floor``, at least ``min_tasks`` samples) in ``persistence`` consecutive periods, as HDFS's
 slow-peer detector wants repeated reports before acting.
 
-Once a suspect, the node's *effect* (the mean of the scale that found it) is remembered, and the node stays
-*still slow* until it has *recovered*: the shortest scale whose interval is narrow enough to tell the effect
-from nothing (half-width at most ``effect / resolution``) shows a mean below ``recovery_ratio * effect``.
-This is the decision layer's hysteresis: a slower node elsewhere never makes a slow node look healthy,
-and a recovered node leaves without waiting for its old samples to leave the long window (they are
-forgotten at recovery: older samples are not evidence against it any more). A node with no sample in the
-longest window is forgotten too, and left to the decision layer's "no recent evidence".
+Beside the windows, a one-sided CUSUM per node (``streams.core.detection.cusum``, optional) sums the
+evidence since the node changed, so a small shift is not diluted by the samples from before its onset.
+
+Once a suspect, the node's *effect* (between ``ci_low`` and the mean of the scale that found it, or the CUSUM's
+mean since the change) is remembered, and the node stays *still slow* until it has *recovered*: among the
+samples since it was found, the shortest scale whose mean is precise enough (standard error at most
+``effect / resolution``) shows a mean below ``recovery_ratio * effect``. This is the decision layer's
+hysteresis: a slower node elsewhere never makes a slow node look healthy, and a recovered node leaves without
+waiting for its old samples to leave the window (they are forgotten at recovery: they are not evidence against
+it any more). A node silent for ``memory_us`` is forgotten, and left to the decision layer's "no recent
+evidence": when the scheduler honours the list, a listed node yields no samples, so this bounds its stay.
 
 >>> MIN = 60_000_000
 >>> detector = ShiftDetector((Scale(20 * MIN, 0.5, 0.95, 5), Scale(60 * MIN, 0.25, 0.95, 5)), persistence=2)
@@ -71,7 +75,8 @@ class ShiftDetector:
     name = "shift"
 
     def __init__(self, scales: Sequence[Scale], persistence: int = 2, recovery_ratio: float = 0.5,
-                 resolution: float = 3.0, cusum: tuple[float, float] | None = None) -> None:
+                 resolution: float = 3.0, cusum: tuple[float, float] | None = None,
+                 memory_us: int = 240 * MINUTE_US) -> None:
         if not scales:
             raise ValueError("the shift detector needs at least one scale")
         self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
@@ -79,6 +84,7 @@ class ShiftDetector:
         self.recovery_ratio = recovery_ratio
         self.resolution = resolution
         self.cusum = cusum  # (reference, threshold), None: no CUSUM
+        self.memory_us = max(memory_us, self.scales[-1].window_us)  # a node silent this long is forgotten
         self._cusums: dict[str, Cusum] = {}
         self._fresh: list[tuple[int, str, float]] = []  # final samples not yet in the CUSUMs
         self._samples: dict[str, dict[tuple[str, str], tuple[int, float]]] = {}
@@ -100,7 +106,7 @@ class ShiftDetector:
 
     def detect(self, window: WindowView) -> Mapping[str, Evidence]:
         end = window.end_us
-        self._forget_before(end - self.scales[-1].window_us)
+        self._forget_before(end - self.memory_us)
         self._accumulate(end)
         evidence = {}
         for node in sorted(self._samples):
