@@ -10,7 +10,7 @@ with the reason in words. When more suspects exist than places, the policy's sel
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from streams.core.decision.selection import Candidate, Draw, Selection, highest
@@ -52,7 +52,7 @@ class BlacklistPolicy:
         (node -> window end at which it was added)."""
         config = self.config
         stats = window.stats
-        why_not = {node: self._ineligible(node, evidence.get(node)) for node in stats.keys() | evidence.keys()}
+        why_not = self._why_not(stats.keys(), evidence)
         forced = set(config.deny_list)
         cap = config.cap(len(stats))
         dwelling = self._within(self._dwelling(listed, window.end_us, forced), max(0, cap - len(forced)), evidence)
@@ -69,12 +69,18 @@ class BlacklistPolicy:
                                            note, listed, window)
         return verdicts
 
-    def _ineligible(self, node: str, evidence: Evidence | None) -> str | None:
-        if node in self.config.allow_list:
-            return "on the allow-list"
-        if evidence is None:
-            return NO_EVIDENCE
-        return None if evidence.suspect else evidence.reason
+    def _why_not(self, nodes: Iterable[str], evidence: Mapping[str, Evidence]) -> dict[str, str | None]:
+        """Why each node of the window or the evidence is not a candidate; None for candidates."""
+        allow = self.config.allow_list
+        # One pass over thousands of nodes every period: plain loops, no call per node.
+        why_not: dict[str, str | None] = {
+            node: "on the allow-list" if node in allow else None if e.suspect else e.reason
+            for node, e in evidence.items()
+        }
+        for node in nodes:
+            if node not in why_not:
+                why_not[node] = "on the allow-list" if node in allow else NO_EVIDENCE
+        return why_not
 
     def _dwelling(self, listed: Mapping[str, int], end_us: int, forced: set[str]) -> set[str]:
         # Added at boundary B, a node is listed through the period starting at B; it stays min_dwell_periods

@@ -39,6 +39,9 @@ class PCoresDetector:
         self.min_tasks = min_tasks
         self.significance_floor = significance_floor
         self.confidence = confidence
+        # A cache, not learned state: what each node's evidence was computed from, and that evidence.
+        self._keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
+        self._evidence: dict[str, Evidence] = {}
 
     def learn(self, sample: NormalizedTask) -> None:
         """Nothing to learn: the window statistics are the whole evidence."""
@@ -51,15 +54,27 @@ class PCoresDetector:
         )
         edges = has_edges(levels)
         depth = 1 + max(levels.values(), default=-1)
-        evidence = {}
+        # Most nodes keep their statistics (the same NodeStats object) and level from one period to the next
+        # (two thirds of them on the Google 2011 trace): their evidence is reused rather than rebuilt.
+        keys, evidence = self._keys, self._evidence
+        new_keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
+        new_evidence: dict[str, Evidence] = {}
+        min_tasks = self.min_tasks
         for node, s in stats.items():
             level = levels.get(node)
-            why_not = self._ineligible(s, level, edges, depth)
-            evidence[node] = Evidence(
-                node, why_not is None, float("-inf") if s.ci_low is None else s.ci_low,
-                why_not if why_not is not None else self._why_slow(s, depth), self._still_slow(s), level,
-            )
-        return evidence
+            # Edges and depth change a reason only once a node has the samples and interval to be judged on them.
+            key = (s, level, edges, depth) if level is not None and s.n >= min_tasks else (s, level, True, 0)
+            new_keys[node] = key
+            new_evidence[node] = evidence[node] if keys.get(node) == key else self._judge(s, key)
+        self._keys, self._evidence = new_keys, new_evidence
+        return new_evidence
+
+    def _judge(self, s: NodeStats, key: tuple[NodeStats, int | None, bool, int]) -> Evidence:
+        _, level, edges, depth = key
+        why_not = self._ineligible(s, level, edges, depth)
+        score = float("-inf") if s.ci_low is None else s.ci_low
+        reason = why_not if why_not is not None else self._why_slow(s, depth)
+        return Evidence(s.node_id, why_not is None, score, reason, self._still_slow(s), level)
 
     def snapshot(self) -> dict[str, Any]:
         return {}
