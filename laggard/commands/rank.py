@@ -19,12 +19,21 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import FloorType, formats_epilog, refuse_unusable, settings_with, stdout_console
+from laggard.commands.options import (
+    FloorType,
+    formats_epilog,
+    policies_epilog,
+    policy_option,
+    refuse_unusable,
+    settings_with,
+    stdout_console,
+)
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.events import Event
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import NodeRank, Ranking
-from streams.core.ranking_config import POLICIES, RankingConfig
+from streams.core.ranking_config import RankingConfig
 from streams.core.zscore import JobNormalizer
 
 MAX_EXAMPLES = 5
@@ -43,20 +52,6 @@ class ReadReport:
 
 
 # --- reading ------------------------------------------------------------------------------------
-
-
-def read_trace(spec: str) -> Any:
-    """The ``Trace`` of ``--trace FORMAT:PATH``, from the replayers' readers (any format they read)."""
-    try:
-        from producers.registry import open_trace
-    except ImportError as exc:  # pragma: no cover - producers ships with laggard
-        raise UserError(f"--trace needs the trace readers of producers/, missing here ({exc})") from exc
-    try:
-        return open_trace(spec)
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from exc
 
 
 def trace_report(trace: Any) -> ReadReport:
@@ -156,14 +151,13 @@ def _report_reading(report: ReadReport, source: str, samples: int, err: Console)
 # --- the command --------------------------------------------------------------------------------
 
 
-@click.command("rank", epilog=formats_epilog())
+@click.command("rank", epilog=policies_epilog() + "\n\n" + formats_epilog())
 @click.option("--tasks", "tasks", type=click.Path(path_type=Path), metavar="FILE.csv",
               help="task table with a header: job_id,task_id,node_id,start_us,end_us,status "
                    "(the replayers' csv: format; may be .gz)")
 @click.option("--trace", "trace", metavar="FORMAT:PATH",
               help="rank straight from a trace in any format the replayers read")
-@click.option("--policy", type=click.Choice(POLICIES), default=None,
-              help="blacklist policy [default: pcores]")
+@policy_option
 @click.option("--min-tasks", type=click.IntRange(min=1), default=None,
               help="samples a node needs to be eligible [default: 5]")
 @click.option("--significance-floor", type=FloorType(), default=None,
@@ -187,7 +181,7 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
     started = time.perf_counter()
     # --tasks is the csv: format of the replayers (one reader for both); a Trace streams its events in
     # event-time order.
-    source = read_trace(f"csv:{tasks}" if tasks is not None else str(trace))
+    source = open_trace_or_fail(f"csv:{tasks}" if tasks is not None else str(trace))
     ranking, samples = rank_events(source, config)
     refuse_unusable(f"csv:{tasks}" if tasks is not None else str(trace), source)
     report = trace_report(source)
