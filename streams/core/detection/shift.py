@@ -90,7 +90,7 @@ class ShiftDetector:
         self._samples: dict[str, dict[tuple[str, str], tuple[int, float]]] = {}
         self._node_of: dict[tuple[str, str], str] = {}
         self._since: dict[str, int] = {}  # samples before this time are forgotten (recovery)
-        self._streak: dict[str, int] = {}
+        self._streak: dict[str, tuple[int, int]] = {}  # node -> (periods in a row clearly slow, as of window end)
         self._effect: dict[str, float] = {}  # suspects not yet recovered -> effect when found (its ci_low)
         self._found: dict[str, int] = {}  # suspects not yet recovered -> window end when found
 
@@ -152,7 +152,10 @@ class ShiftDetector:
                 if s is not None and s.n >= scale.min_tasks and s.ci_low is not None and s.ci_low > scale.floor]
         cusum = self._cusums.get(node)
         changed = cusum is not None and cusum.alarm
-        streak = self._streak[node] = self._streak.get(node, 0) + 1 if hits or changed else 0
+        count, counted_at = self._streak.get(node, (0, -1))
+        # Detecting the same window again (a restored shell repeating its last period) counts it once.
+        streak = count if counted_at == end else count + 1 if hits or changed else 0
+        self._streak[node] = (streak, end)
         score = max((s.ci_low for s in stats if s is not None and s.ci_low is not None), default=-math.inf)
         effect = self._effect.get(node)
         if effect is not None and since_found is not None:
@@ -160,7 +163,7 @@ class ShiftDetector:
             if judged is not None and judged[1].mean < self.recovery_ratio * effect:
                 scale, s = judged
                 self._since[node] = end - scale.window_us
-                self._streak[node] = 0
+                self._streak[node] = (0, end)
                 del self._effect[node], self._found[node]
                 if cusum is not None:
                     cusum.reset()
@@ -200,7 +203,7 @@ class ShiftDetector:
         return {"version": SNAPSHOT_VERSION,
                 "samples": [[job, task, node, ts, z] for node, samples in sorted(self._samples.items())
                             for (job, task), (ts, z) in sorted(samples.items())],
-                "since": self._since, "streak": self._streak, "effect": self._effect, "found": self._found,
+                "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()}, "effect": self._effect, "found": self._found,
                 "cusums": {n: [c.statistic, c.count, c.total] for n, c in self._cusums.items()},
                 "fresh": [list(item) for item in self._fresh]}
 
@@ -212,7 +215,7 @@ class ShiftDetector:
             self._samples.setdefault(node, {})[(job, task)] = (int(ts), float(z))
             self._node_of[(job, task)] = node
         self._since = {k: int(v) for k, v in state["since"].items()}
-        self._streak = {k: int(v) for k, v in state["streak"].items()}
+        self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
         self._cusums = {}
