@@ -43,6 +43,7 @@ class RunResult:
     jct_change: float | None  # against the open loop of the same seed; None for the open loop itself
     oracle_jct_change: float | None
     seconds: float
+    starts_on_listed: int = 0  # tasks started on a node while it was listed (closed loop: 0; canary: the canaries)
     stays: list[Span] = field(default_factory=list)
     truth: dict[str, Any] = field(default_factory=dict)
 
@@ -87,18 +88,19 @@ def _run(scenario: Scenario, seed: int, loop: str, overrides: dict[str, Any]) ->
             listed.difference_update(r.node_id for r in delta.removed)
             listed.update(a.node_id for a in delta.added)
 
-    last = 0
+    last = on_listed = 0
     for event in sim:
+        if isinstance(event, TaskStart) and event.node_id in listed:
+            on_listed += 1
+            canaries[event.node_id] = event.ts_us
         take(pipeline.feed(event))
         last = event.ts_us
-        if every_us is not None and isinstance(event, TaskStart) and event.node_id in listed:
-            canaries[event.node_id] = event.ts_us
     take(pipeline.finish())
     stays = detection.spans()
     score = score_run(truth["slow_spans"], stays, scenario.nodes, last, settings.max_fraction)
     jobs = dict(sim.jobs)
     result = RunResult(scenario.name, seed, loop, score, _mean_jct(jobs), None, None,
-                       time.perf_counter() - began, stays, truth)
+                       time.perf_counter() - began, on_listed, stays, truth)
     return result, jobs
 
 

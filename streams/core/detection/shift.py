@@ -203,7 +203,8 @@ class ShiftDetector:
         return {"version": SNAPSHOT_VERSION,
                 "samples": [[job, task, node, ts, z] for node, samples in sorted(self._samples.items())
                             for (job, task), (ts, z) in sorted(samples.items())],
-                "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()}, "effect": self._effect, "found": self._found,
+                "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
+                "effect": self._effect, "found": self._found,
                 "cusums": {n: [c.statistic, c.count, c.total] for n, c in self._cusums.items()},
                 "fresh": [list(item) for item in self._fresh]}
 
