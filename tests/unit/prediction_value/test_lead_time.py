@@ -41,8 +41,10 @@ def test_the_same_straggler_flagged_early_counts_everywhere() -> None:
     assert m.f1_in_time == m.f1 == m.f1_at[0.25] == 1.0  # 50 s is before 25 % of 300 s, and 50 + 10 < 300
 
 
-@pytest.mark.parametrize(("flag_s", "counted"), [(80.0, {0.25: 0, 0.5: 1, 0.75: 1}), (160.0, {0.25: 0, 0.5: 0, 0.75: 1}),
-                                                  (230.0, {0.25: 0, 0.5: 0, 0.75: 0})])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flag_s", "counted"),
+    [(80.0, {0.25: 0, 0.5: 1, 0.75: 1}), (160.0, {0.25: 0, 0.5: 0, 0.75: 1}), (230.0, {0.25: 0, 0.5: 0, 0.75: 0})],
+)
 def test_the_fraction_columns_count_flags_before_that_share_of_the_duration(
     flag_s: float, counted: dict[float, int]
 ) -> None:

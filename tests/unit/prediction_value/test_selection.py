@@ -7,7 +7,15 @@ from collections import defaultdict
 import pytest
 
 from producers.synthetic import SyntheticCluster, SyntheticConfig
-from streams.core.evaluation.selection import ANY, CANDIDATES, Candidate, Cell, leave_one_out, score_candidates, summarise
+from streams.core.evaluation.selection import (
+    ANY,
+    CANDIDATES,
+    Candidate,
+    Cell,
+    leave_one_out,
+    score_candidates,
+    summarise,
+)
 from streams.core.events import Event
 from streams.core.prediction.base import PredictionContext
 
