@@ -109,11 +109,13 @@ class HazardJob:
         if probability < self.owner.p:
             return None
         self.flagged.add(event.task_id)
-        tau = self.threshold.value()
+        # hazard predicts no latency: the flag says "this task reaches tau", so predicted = adjusted = tau (or the
+        # elapsed time when larger) and the weight field carries P
+        tau_us = (self.threshold.value() or 0.0) * 1e6
+        predicted = max(tau_us, float(event.elapsed_us))
         return StragglerPrediction(
             event.job_id, event.task_id, event.attempt, event.node_id, event.ts_us, event.elapsed_us,
-            predicted_us=probability, adjusted_us=probability, threshold_us=(tau or 0.0) * 1e6, weight=1.0,
-            method=self.method,
+            predicted_us=predicted, adjusted_us=predicted, threshold_us=tau_us, weight=probability, method=self.method,
         )  # fmt: skip
 
     def learn(self, event: Event) -> None:
