@@ -154,8 +154,8 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
 
 def print_outcome(outcome: RunOutcome, console: Console) -> None:
     """Final ranking, every delta, counts and (synthetic traces) detection, as tables."""
-    from laggard.commands.rank import print_ranking
     from laggard.report.documents import counts_dict
+    from laggard.report.ranking_table import print_ranking
     from laggard.report.terminal import print_avoidance, print_counts, print_deltas, print_detection, print_lift
 
     last = outcome.pipeline.last_ranking
