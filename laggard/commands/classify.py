@@ -32,7 +32,7 @@ from streams.core.zscore import JobNormalizer
 # Chosen on drifting clusters of seeds 100-104 (never on the seeds a report shows): see the module
 # docstring of streams/core/detection/mlna/classifiers.py for the measurement.
 DEFAULT_CLASSIFIER = "forest"
-DEFAULT_THRESHOLD = 0.5
+DEFAULT_THRESHOLD = 0.4
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
 _NEVER_US = 2**62
 GENERATED = ("synthetic", "drifting")

@@ -17,11 +17,15 @@ not yet seen both labels answer their base rate.
 ...     builder = PeriodBuilder(start, 10, 2)
 ...     for i in range(40):
 ...         for node in range(12):
-...             builder.add(f"n{node}", start + i % 20, (1.5 if node < 2 else -0.2) + (i % 5) / 10 + node / 100)
+...             builder.add(f"n{node}", start + i % 20, (1.5 if node < 2 else -0.2) + (i % 5 - 2) / 10 + node / 100)
 ...     return builder.table()
 >>> result = analyse([period(0), period(20), period(40)], ("forest",), seed=1)
->>> [p.k for p in result.periods], result.total("forest").accuracy, result.total("persistence").recall
-([7, 7, 7], 1.0, 1.0)
+>>> [p.k for p in result.periods], [sorted(p.outcome.weak) for p in result.periods][0]
+([7, 7, 7], ['n0', 'n1'])
+>>> result.total("forest").tp, result.total("forest").fn  # nothing learned when period 1 was predicted
+(2, 2)
+>>> result.total("persistence").recall
+1.0
 """
 
 from __future__ import annotations

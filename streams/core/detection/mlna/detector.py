@@ -42,7 +42,7 @@ class MlnaDetector:
     name = "mlna"
 
     def __init__(self, sub_period_us: int = 86_400_000_000, sub_periods: int = 30, classifier: str = "forest",
-                 threshold: float = 0.5, origin_us: int = 0, lateness_us: int = 0, seed: int = 0) -> None:
+                 threshold: float = 0.4, origin_us: int = 0, lateness_us: int = 0, seed: int = 0) -> None:
         if sub_period_us <= 0 or sub_periods <= 0:
             raise ValueError("sub_period_us and sub_periods must be positive")
         self.sub_period_us = sub_period_us
