@@ -19,7 +19,7 @@ import click
 import orjson
 
 from laggard.commands.options import formats_epilog, refuse_unusable, stdout_console
-from laggard.commands.rank import read_trace
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.detection.mlna.analysis import PERSISTENCE, Analysis, Truth, analyse
 from streams.core.detection.mlna.classifiers import CLASSIFIERS
@@ -85,7 +85,7 @@ class TraceRun:
 def read_samples(spec: str, sub_period_us: int, sub_periods: int) -> tuple[list[PeriodBuilder], ForwardLift,
                                                                            int, Any, int | None]:
     """Every finished task's z-value placed in its period (task finish time); complete periods first."""
-    trace = read_trace(spec)
+    trace = open_trace_or_fail(spec)
     normalizer = JobNormalizer(job_idle_timeout_us=_NEVER_US)
     lift = ForwardLift()
     period_us = sub_period_us * sub_periods

@@ -76,3 +76,16 @@ def test_an_unreadable_snapshot_is_a_value_error():
         detector.restore({"version": 99})
     with pytest.raises(ValueError):
         detector.restore({"version": 1, "next": 0})
+
+
+def test_each_closed_period_yields_one_node_class_per_node_once():
+    detector = make()
+    feed(detector, range(2))
+    detector.detect(WindowView(0, 4 * SUB, {}))
+    classes = detector.take_node_classes()
+    assert len(classes) == 2 * 14 and detector.take_node_classes() == []
+    last = {c.node_id: c for c in classes if c.period_start_us == 2 * SUB}
+    assert last["n00"].weak and last["n00"].predicted_weak and last["n00"].cluster == last["n00"].weak_cluster
+    assert not last["n05"].weak and last["n05"].weak_probability < 0.4
+    assert last["n00"].tasks == 30 and last["n00"].mean_z > 0.8 > last["n05"].mean_z
+    assert last["n00"].reason.startswith("weak cluster")

@@ -30,7 +30,7 @@ from typing import Any
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.mlna.features import FeatureTable, PeriodBuilder
 from streams.core.detection.mlna.model import MlnaModel, PeriodOutcome
-from streams.core.events import NormalizedTask
+from streams.core.events import NodeClass, NormalizedTask
 
 SNAPSHOT_VERSION = 1
 _UNITS = {3_600_000_000: "hours", 86_400_000_000: "days"}
@@ -60,6 +60,7 @@ class MlnaDetector:
         self.last: PeriodOutcome | None = None
         self._open: dict[int, PeriodBuilder] = {}
         self._next: int | None = None  # index of the next period to close
+        self._classes: list[NodeClass] = []  # records of the periods closed since the last take_node_classes()
 
     @property
     def period_us(self) -> int:
@@ -89,6 +90,7 @@ class MlnaDetector:
             table = (builder or PeriodBuilder(start, self.sub_period_us, self.sub_periods)).table()
             self.last = self.model.close(table)
             closed.append(self.last)
+            self._classes.extend(self.node_classes())
             self._next += 1
         return closed
 
@@ -101,6 +103,29 @@ class MlnaDetector:
             return {}
         probabilities = self.last.predictions[self.classifier]
         return {node: self._evidence(node, p) for node, p in probabilities.items()}
+
+    def take_node_classes(self) -> list[NodeClass]:
+        """The node-classes records of the periods closed since the last call (shells publish them)."""
+        classes, self._classes = self._classes, []
+        return classes
+
+    def node_classes(self) -> list[NodeClass]:
+        """One record per node of the last closed period: its cluster, label and next-period odds."""
+        last = self.last
+        if last is None:
+            return []
+        table, choice = last.table, last.choice
+        final = 3 * (table.sub_periods - 1)
+        out = []
+        for i, node in enumerate(table.nodes):
+            p = last.predictions[self.classifier][node]
+            cluster = choice.chosen.labels[i] + 1 if choice is not None else 0
+            out.append(NodeClass(
+                node, table.start_us, table.end_us, choice.k if choice is not None else 0, cluster,
+                choice.weak + 1 if choice is not None else 0, node in last.weak, p, p >= self.threshold,
+                self.classifier, table.counts[i], table.values[i][final], table.values[i][final + 1],
+                self.model.weak_count(node), len(self.model.history), self._evidence(node, p).reason))
+        return out
 
     def _evidence(self, node: str, p: float) -> Evidence:
         assert self.last is not None
