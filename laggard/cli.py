@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("laggard.commands.demo", "demo", "Run a synthetic cluster in-process and write a report."),
     "run": ("laggard.commands.run", "run", "Run the pipeline in-process on a trace (no broker)."),
     "rank": ("laggard.commands.rank", "rank", "Rank nodes of a task file by P-Cores and show the blacklist."),
+    "classify": ("laggard.commands.classify", "classify", "Classify nodes per period and predict weak ones (ML-NA)."),
     "eval": ("laggard.commands.eval", "eval_", "Evaluate straggler prediction methods on a trace."),
     "simulate": ("laggard.commands.simulate", "simulate_", "Measure the job time saved by relaunching flagged tasks."),
     "replay": ("laggard.commands.replay", "replay", "Replay a trace as task events to Kafka or stdout."),

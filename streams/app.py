@@ -123,6 +123,7 @@ def wire(app: faust.App, settings: Settings, partitions: int) -> Wiring:
         node_samples=_raw_topic(app, registry.NODE_SAMPLES, partitions),
         ranking_feed=_raw_topic(app, registry.RANKING_FEED, partitions),
         node_scores=_raw_topic(app, registry.NODE_SCORES, partitions),
+        node_classes=_raw_topic(app, registry.NODE_CLASSES, partitions),
         blacklist_deltas=_raw_topic(app, registry.BLACKLIST_DELTAS, partitions),
         blacklist_snapshot=_raw_topic(app, registry.BLACKLIST_SNAPSHOT, partitions),
         dead_letters=_raw_topic(app, registry.DEAD_LETTERS, partitions),

@@ -89,6 +89,12 @@ class Settings(BaseSettings):
     allow_list: Annotated[list[str], NoDecode] = Field(default_factory=list, description="nodes never blacklisted")
     deny_list: Annotated[list[str], NoDecode] = Field(default_factory=list, description="nodes always blacklisted")
     seed: int = 0
+    # ML-NA (policy mlna, SPEC 6): sub-period ("day") and sub-periods per period ("month"), the classifier of
+    # next period's weak nodes and its threshold (forest at 0.4: chosen on held-out drifting clusters).
+    mlna_sub_period_s: float = Field(86_400.0, gt=0, description="ML-NA's sub-period ('day'), event time")
+    mlna_period: int = Field(30, ge=1, description="ML-NA's sub-periods per period ('month')")
+    mlna_classifier: Literal["forest", "hgb", "arf"] = Field("forest", description="ML-NA's classifier")
+    mlna_threshold: float = Field(0.4, ge=0, le=1, description="ML-NA: P(weak next period) that lists a node")
 
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
     # "hazard" by held-out measurement (laggard eval --heldout; choices made on other jobs, scored on the one left

@@ -34,6 +34,7 @@ class Wiring:
     node_samples: TopicT
     ranking_feed: TopicT
     node_scores: TopicT
+    node_classes: TopicT
     blacklist_deltas: TopicT
     blacklist_snapshot: TopicT
     dead_letters: TopicT

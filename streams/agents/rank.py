@@ -46,6 +46,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         for publication in publications:
             for score in publication.scores:
                 await send(wiring.node_scores, score.node_id, score)
+            for node_class in publication.node_classes:  # ML-NA only
+                await send(wiring.node_classes, node_class.node_id, node_class)
             if publication.delta is not None and publication.snapshot is not None:
                 await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta)
                 await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot)

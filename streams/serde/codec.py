@@ -46,6 +46,7 @@ RECORD_TYPES: tuple[type, ...] = (
     ev.NormalizedTask,
     ev.Progress,
     ev.NodeScore,
+    ev.NodeClass,
     ev.StragglerPrediction,
     ev.BlacklistEntry,
     ev.RemovedEntry,

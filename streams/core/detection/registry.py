@@ -4,7 +4,7 @@ A factory takes the ``RankingConfig`` and picks the hyperparameters it needs. Po
 (``streams.core.decision.registry.POLICIES``) name the detector they run by its factory.
 
 >>> DETECTORS.names()
-('pcores', 'noop', 'shift')
+('pcores', 'noop', 'shift', 'mlna')
 >>> from streams.core.ranking_config import RankingConfig
 >>> DETECTORS.get("pcores")(RankingConfig(min_tasks=7)).min_tasks
 7
@@ -54,6 +54,14 @@ def noop_detector(config: RankingConfig) -> NoopDetector:
     return NoopDetector()
 
 
+def mlna_detector(config: RankingConfig) -> NodeDetector:
+    # Imported here: scikit-learn and River load only when ML-NA runs.
+    from streams.core.detection.mlna import MlnaDetector
+
+    return MlnaDetector(config.mlna_sub_period_us, config.mlna_sub_periods, config.mlna_classifier,
+                        config.mlna_threshold, lateness_us=config.window_size_us, seed=config.seed)
+
+
 DETECTORS: Registry[DetectorFactory] = Registry("detector")
 DETECTORS.register("pcores", pcores_detector,
                    "P-Cores level 0 with at least min_tasks samples, clearly above the significance floor (DSB)")
@@ -61,3 +69,4 @@ DETECTORS.register("noop", noop_detector, "suspects nothing: only the deny-list 
 DETECTORS.register("shift", shift_detector,
                    "a short window at a high floor, the ranking window at 99.9 %, a CUSUM since the change; "
                    "persistence, and hysteresis until the node recovered")
+DETECTORS.register("mlna", mlna_detector, "ML-NA: nodes predicted weak next period from clustered period features")
