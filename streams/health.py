@@ -191,8 +191,8 @@ class BurstFilter(logging.Filter):
     >>> burst = BurstFilter(every_s=30.0, clock=times)
     >>> records = [logging.LogRecord("aiokafka", logging.ERROR, "", 0, f"connect to port {p} failed", None, None)
     ...            for p in (1, 2, 3, 4)]
-    >>> [burst.filter(r) for r in records], records[3].getMessage()
-    ([True, False, False, True], 'connect to port 4 failed (2 similar lines held back in the last 31 s)')
+    >>> [burst.filter(r) for r in records]
+    [True, False, False, True]
     """
 
     def __init__(self, every_s: float = 30.0, min_level: int = logging.WARNING,
@@ -202,6 +202,13 @@ class BurstFilter(logging.Filter):
         self._seen: dict[tuple[str, str], tuple[float, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
+        decided = getattr(record, "laggard_burst", None)  # one filter on several handlers decides once
+        if decided is None:
+            decided = self._decide(record)
+            record.laggard_burst = decided
+        return bool(decided)
+
+    def _decide(self, record: logging.LogRecord) -> bool:
         if record.levelno < self.min_level or not record.name.startswith(("aiokafka", "kafka", "faust.transport")):
             return True
         key = (record.name, re.sub(r"\d+", "N", str(record.msg)))
@@ -211,15 +218,16 @@ class BurstFilter(logging.Filter):
             self._seen[key] = (first, held + 1)
             return False
         self._seen[key] = (now, 0)
-        if held:
-            span = now - (first or now)
-            record.msg = f"{record.getMessage()} ({held} similar lines held back in the last {span:.0f} s)"
-            record.args = None
+        if held and first is not None:
+            # a line of its own: the record itself stays as its library made it
+            logging.getLogger("laggard.clients").warning(
+                "%d lines like the next held back in the last %.0f s (%s)", held, now - first, record.name)
         return True
 
 
 def quiet_client_bursts(handlers: Iterable[logging.Handler], every_s: float = 30.0) -> None:
-    """Put one ``BurstFilter`` on each handler (idempotent)."""
+    """Put one ``BurstFilter``, shared, on each handler (idempotent)."""
+    burst = BurstFilter(every_s)
     for handler in handlers:
         if not any(isinstance(existing, BurstFilter) for existing in handler.filters):
-            handler.addFilter(BurstFilter(every_s))
+            handler.addFilter(burst)

@@ -49,12 +49,16 @@ class Offsets:
                    for p in sorted(self._consumer.partitions_for_topic(topic) or ())]
             ends = {(tp.topic, tp.partition): offset for tp, offset in self._consumer.end_offsets(tps).items()}
             committed = {(tp.topic, tp.partition): meta.offset
-                         for tp, meta in self._admin.list_consumer_group_offsets(self.settings.app_id).items()
+                         for tp, meta in self._group_offsets().items()
                          if tp.topic in self.topics and meta.offset >= 0}
             return ends, committed
         except (KafkaError, OSError, BrokerUnavailable):
             self.close()
             raise
+
+    def _group_offsets(self) -> dict[Any, Any]:
+        found = self._admin.list_group_offsets({self.settings.app_id: None})
+        return dict(found.get(self.settings.app_id, {}))
 
     def close(self) -> None:
         for client in (self._consumer, self._admin):
