@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from streams.core.decision.registry import POLICIES
+
 SOURCE_IDLE_TIMEOUT_S = 600.0  # the job idle timeout for sources without job events, when the window allows
 
 
@@ -86,7 +88,7 @@ class Settings(BaseSettings):
                                 "ranked without until its next record; records that arrive after that still "
                                 "count, late. 0: wait forever (results strictly independent of arrival order)"
     )
-    policy: Literal["pcores", "pcores-top-k"] = "pcores"
+    policy: str = Field("pcores", description="blacklist policy, a name of streams.core.decision.registry.POLICIES")
     min_tasks: int = Field(5, ge=1)
     significance_floor: float | None = Field(0.25, description="ci_low must exceed it; None disables")
     max_fraction: float = Field(0.1, gt=0, le=1)
@@ -150,6 +152,13 @@ class Settings(BaseSettings):
 
         if value != "off" and value not in PREDICTORS:
             raise ValueError(f"unknown predictor {value!r}; one of: off, {', '.join(PREDICTORS.names())}")
+        return value
+
+    @field_validator("policy")
+    @classmethod
+    def _known_policy(cls, value: str) -> str:
+        if value not in POLICIES:
+            raise ValueError(f"unknown policy {value!r}; one of: {', '.join(POLICIES.names())}")
         return value
 
     @field_validator("significance_floor", mode="before")

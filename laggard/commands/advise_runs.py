@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from laggard.commands.run import open_trace_or_fail
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.avoidance.evaluation import (
     AdviceScore,

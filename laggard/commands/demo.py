@@ -16,8 +16,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import settings_with, stdout_console
-from laggard.commands.run import describe_settings, make_pipeline, open_trace_or_fail, ranking_options
+from laggard.commands.options import policies_epilog, settings_with, stdout_console
+from laggard.commands.run import describe_settings, make_pipeline, ranking_options
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, trace_time
 from streams.settings import Settings
@@ -35,7 +36,7 @@ SETTING_NAMES = (
 )
 
 
-@click.command("demo")
+@click.command("demo", epilog=policies_epilog())
 @click.option(
     "--out",
     "out_dir",

@@ -12,6 +12,8 @@ from pydantic_settings import SettingsError
 from rich.console import Console
 
 from laggard.errors import UserError
+from streams.core.decision.registry import POLICIES
+from streams.core.registry import Registry
 from streams.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,6 +72,36 @@ class FloorType(click.ParamType):
             return float(value)
         except ValueError:
             self.fail(f"{value!r} is neither a number nor 'none'", param, ctx)
+
+
+class RegistryChoice(click.Choice):  # type: ignore[type-arg]
+    """A choice among a registry's names as they are when the command runs, so that a detector or policy
+    registered after this module was imported (a plug-in, a test's toy) is accepted and listed."""
+
+    def __init__(self, registry: Registry[Any]) -> None:
+        self.registry = registry
+        super().__init__((), case_sensitive=True)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return self.registry.names()
+
+    @choices.setter
+    def choices(self, value: Any) -> None:
+        pass  # click.Choice.__init__ assigns the (empty) tuple; the registry is the list
+
+
+def policy_option(func: F) -> F:
+    """``--policy NAME``, one of ``POLICIES`` (each described in the command's epilog, ``policies_epilog``)."""
+    return click.option(
+        "--policy", type=RegistryChoice(POLICIES), default=None,
+        help="blacklist policy, see the list below [default: setting LAGGARD_POLICY, else pcores]",
+    )(func)
+
+
+def policies_epilog() -> str:
+    """Every registered policy with its line of help, for a command's ``--help``."""
+    return "\b\nPolicies (--policy NAME):\n" + "\n".join(f"  {name:18} {doc}" for name, doc in POLICIES.describe())
 
 
 def stdout_console() -> Console:

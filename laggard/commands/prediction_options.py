@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from laggard.commands.options import settings_with
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.events import Event, TaskCheckpoint
 from streams.core.prediction.base import PredictionContext
@@ -45,14 +46,7 @@ def prediction_context(alpha: float | None, initial_fraction: float | None = Non
 
 def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
     """The trace's events grouped by job, and the trace (for its counters)."""
-    from producers.registry import open_trace
-
-    try:
-        trace = open_trace(spec)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from None
+    trace = open_trace_or_fail(spec)
     jobs: dict[str, list[Event]] = defaultdict(list)
     try:
         for event in trace:

@@ -6,7 +6,6 @@ node's statistics and interval, its P-Cores level, and the blacklist the policy 
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Iterable
@@ -17,18 +16,26 @@ from typing import Any
 import click
 import orjson
 from rich.console import Console
-from rich.table import Table
 
-from laggard.commands.options import FloorType, formats_epilog, refuse_unusable, settings_with, stdout_console
+from laggard.commands.options import (
+    FloorType,
+    formats_epilog,
+    policies_epilog,
+    policy_option,
+    refuse_unusable,
+    settings_with,
+    stdout_console,
+)
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
+from laggard.report.ranking_table import print_ranking
 from streams.core.events import Event
 from streams.core.ranker import NodeRanker
-from streams.core.ranking import NodeRank, Ranking
-from streams.core.ranking_config import POLICIES, RankingConfig
+from streams.core.ranking import Ranking
+from streams.core.ranking_config import RankingConfig
 from streams.core.zscore import JobNormalizer
 
 MAX_EXAMPLES = 5
-MAX_TABLE_ROWS = 60
 _NEVER_US = 2**62  # the whole input is one window: no job goes idle, no sample expires
 
 
@@ -43,20 +50,6 @@ class ReadReport:
 
 
 # --- reading ------------------------------------------------------------------------------------
-
-
-def read_trace(spec: str) -> Any:
-    """The ``Trace`` of ``--trace FORMAT:PATH``, from the replayers' readers (any format they read)."""
-    try:
-        from producers.registry import open_trace
-    except ImportError as exc:  # pragma: no cover - producers ships with laggard
-        raise UserError(f"--trace needs the trace readers of producers/, missing here ({exc})") from exc
-    try:
-        return open_trace(spec)
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}") from exc
 
 
 def trace_report(trace: Any) -> ReadReport:
@@ -101,49 +94,6 @@ def ranking_document(ranking: Ranking) -> dict[str, Any]:
     return {"nodes": nodes, "blacklist": sorted(ranking.blacklist)}
 
 
-def print_ranking(ranking: Ranking, console: Console) -> None:
-    """Nodes by level, then the blacklist and why, for a person."""
-    ranked = ranking.ranked
-    if not ranked:
-        console.print("nothing to rank: no job had 2 or more successful tasks with different durations")
-        return
-    levels = 1 + max((row.level for row in ranked if row.level is not None), default=-1)
-    console.print(f"[bold]{len(ranked)}[/] nodes ranked on [bold]{levels}[/] P-Cores levels, policy "
-                  f"{ranking.policy}, cap {ranking.cap} node(s)")
-    shown = list(ranked)
-    title = "Nodes by level (0 = slowest)"
-    sorted_view = len(ranked) > MAX_TABLE_ROWS
-    if sorted_view:
-        # Many nodes with a sample or two sit on level 0 with wide intervals and push the ones that matter out of
-        # view: the blacklisted first, then by the lower end of the interval, the quantity the decision turns on.
-        def weight(row: NodeRank) -> tuple[bool, bool, float]:
-            ci_low = row.stats.ci_low if row.stats is not None and row.stats.ci_low is not None else -math.inf
-            return (not row.blacklisted, not row.eligible, -ci_low)
-
-        shown.sort(key=weight)
-        title = "Nodes, blacklisted first, then by the lower end of their 95% interval (level 0 = slowest)"
-    table = Table(title=title, title_justify="left")
-    for name in ("level", "node", "n", "mean z", "std", "95% interval"):
-        table.add_column(name, justify="right" if name in ("n", "mean z", "std") else "left", no_wrap=True)
-    table.add_column("blacklist / why not", overflow="fold")
-    for row in shown[:MAX_TABLE_ROWS]:
-        s = row.stats
-        assert s is not None
-        interval = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
-        # Above level 0 the level says it all; below, the guard that kept a node off matters.
-        note = "[bold red]BLACKLISTED[/]" if row.blacklisted else ("" if row.level and not sorted_view else row.reason)
-        table.add_row("-" if row.level is None else str(row.level), row.node_id, str(s.n), f"{s.mean:+.3f}",
-                      f"{s.std:.3f}", interval, note)
-    console.print(table)
-    if len(ranked) > MAX_TABLE_ROWS:
-        console.print(f"... and {len(ranked) - MAX_TABLE_ROWS} more nodes (--json lists them all)")
-    listed = [row for row in ranking.nodes if row.blacklisted]
-    title = f"({len(listed)} node(s)):" if listed else "empty"
-    console.print(f"\n[bold]Blacklist[/] {title}")
-    for row in listed:
-        console.print(f"  [bold red]{row.node_id}[/]: {row.reason}")
-
-
 def _report_reading(report: ReadReport, source: str, samples: int, err: Console) -> None:
     err.print(f"{source}: {report.rows} finished attempts, {report.running} still running, "
               f"{report.bad} bad rows; {samples} z-values")
@@ -156,14 +106,13 @@ def _report_reading(report: ReadReport, source: str, samples: int, err: Console)
 # --- the command --------------------------------------------------------------------------------
 
 
-@click.command("rank", epilog=formats_epilog())
+@click.command("rank", epilog=policies_epilog() + "\n\n" + formats_epilog())
 @click.option("--tasks", "tasks", type=click.Path(path_type=Path), metavar="FILE.csv",
               help="task table with a header: job_id,task_id,node_id,start_us,end_us,status "
                    "(the replayers' csv: format; may be .gz)")
 @click.option("--trace", "trace", metavar="FORMAT:PATH",
               help="rank straight from a trace in any format the replayers read")
-@click.option("--policy", type=click.Choice(POLICIES), default=None,
-              help="blacklist policy [default: pcores]")
+@policy_option
 @click.option("--min-tasks", type=click.IntRange(min=1), default=None,
               help="samples a node needs to be eligible [default: 5]")
 @click.option("--significance-floor", type=FloorType(), default=None,
@@ -187,7 +136,7 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
     started = time.perf_counter()
     # --tasks is the csv: format of the replayers (one reader for both); a Trace streams its events in
     # event-time order.
-    source = read_trace(f"csv:{tasks}" if tasks is not None else str(trace))
+    source = open_trace_or_fail(f"csv:{tasks}" if tasks is not None else str(trace))
     ranking, samples = rank_events(source, config)
     refuse_unusable(f"csv:{tasks}" if tasks is not None else str(trace), source)
     report = trace_report(source)

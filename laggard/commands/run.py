@@ -15,10 +15,18 @@ import click
 import orjson
 from rich.console import Console
 
-from laggard.commands.options import FloorType, formats_epilog, refuse_unusable, settings_with, stdout_console
+from laggard.commands.options import (
+    FloorType,
+    formats_epilog,
+    policies_epilog,
+    policy_option,
+    refuse_unusable,
+    settings_with,
+    stdout_console,
+)
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
-from streams.core.ranking_config import POLICIES
 from streams.local import LocalPipeline
 from streams.settings import Settings
 
@@ -29,7 +37,7 @@ def ranking_options(func: F) -> F:
     """The statistics and blacklist options shared by ``run`` and ``demo``; unset means the setting."""
     positive = click.FloatRange(min=0, min_open=True)
     options = [
-        click.option("--policy", type=click.Choice(POLICIES), help="blacklist policy [default: pcores]"),
+        policy_option,
         click.option(
             "--window",
             "window_size_s",
@@ -64,18 +72,6 @@ def ranking_options(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def open_trace_or_fail(spec: str) -> Any:
-    """The trace of ``FORMAT:PATH``; a bad spec or a missing path is one line for the user."""
-    from producers.registry import open_trace
-
-    try:
-        return open_trace(spec)
-    except ValueError as exc:
-        raise UserError(str(exc)) from exc
-    except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)) from exc
 
 
 def make_pipeline(settings: Settings, partitions: int = 1, **kwargs: Any) -> LocalPipeline:
@@ -113,7 +109,7 @@ def describe_settings(settings: Settings) -> str:
     )
 
 
-@click.command("run", epilog=formats_epilog())
+@click.command("run", epilog=policies_epilog() + "\n\n" + formats_epilog())
 @click.option(
     "--trace",
     "spec",
@@ -158,8 +154,8 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
 
 def print_outcome(outcome: RunOutcome, console: Console) -> None:
     """Final ranking, every delta, counts and (synthetic traces) detection, as tables."""
-    from laggard.commands.rank import print_ranking
     from laggard.report.documents import counts_dict
+    from laggard.report.ranking_table import print_ranking
     from laggard.report.terminal import print_avoidance, print_counts, print_deltas, print_detection, print_lift
 
     last = outcome.pipeline.last_ranking

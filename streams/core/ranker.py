@@ -1,23 +1,30 @@
-"""NodeRanker: window statistics, P-Cores levels, the blacklist policy and its deltas in one object.
+"""NodeRanker: window statistics -> detector -> decision -> book, one object per cluster.
 
-This is what the ``node-samples`` agent, the in-process runner and ``laggard rank`` drive. It is
-moved only by event time passed in (``rank(now_us)``, ``decide(now_us)``), never by a clock, and its
-whole state is plain JSON-able data (``snapshot()`` / ``restore()``), versioned.
+This is what the ``node-samples`` agent, the in-process runner and ``laggard rank`` drive. The policy named
+by ``RankingConfig.policy`` (``streams.core.decision.registry.POLICIES``) gives the detector and the
+selection rule; the ranker only composes: samples go to the windows and to the detector (``learn``), each
+period the window statistics (``WindowView``) go to the detector (``detect``), its evidence to the decision
+layer (``BlacklistPolicy``), the verdicts to the book (``BlacklistBook``), which issues the deltas. It is
+moved only by event time passed in (``rank(now_us)``, ``decide(now_us)``), never by a clock, and its whole
+state is plain JSON-able data (``snapshot()`` / ``restore()``), versioned.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from streams.core.decision import BlacklistBook
+from streams.core.decision.book import BlacklistBook
+from streams.core.decision.policy import BlacklistPolicy, Verdict
+from streams.core.decision.registry import POLICIES
+from streams.core.detection.base import Evidence, NodeDetector, WindowView
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, NormalizedTask
-from streams.core.pcores import pcores_levels
-from streams.core.policy import BlacklistPolicy, Verdict
 from streams.core.ranking import NodeRank, Ranking
 from streams.core.ranking_config import RankingConfig
 from streams.core.windows import NodeStats, NodeWindows
 
-SNAPSHOT_VERSION = 1
+# 2: the detector's state joined the snapshot (issue 14); a version-1 snapshot means a cold start.
+SNAPSHOT_VERSION = 2
 
 
 class NodeRanker:
@@ -38,9 +45,15 @@ class NodeRanker:
 
     def __init__(self, config: RankingConfig | None = None) -> None:
         self.config = config if config is not None else RankingConfig()
-        self._windows = NodeWindows(self.config.window_size_us, self.config.period_us, self.config.confidence)
-        self._policy = BlacklistPolicy(self.config)
+        policy = POLICIES.get(self.config.policy)
+        self._make_detector = policy.detector
+        self.detector: NodeDetector = policy.detector(self.config)
+        self._windows = self._new_windows()
+        self._policy = BlacklistPolicy(self.config, policy.select)
         self._book = BlacklistBook(self.config.cluster_id, self.config.policy)
+
+    def _new_windows(self) -> NodeWindows:
+        return NodeWindows(self.config.window_size_us, self.config.period_us, self.config.confidence)
 
     @property
     def blacklist(self) -> BlacklistSnapshot:
@@ -55,19 +68,18 @@ class NodeRanker:
     def update(self, sample: NormalizedTask) -> None:
         """Add one node sample (a later sample of the same job and task replaces the earlier one)."""
         self._windows.update(sample)
+        self.detector.learn(sample)
 
     def rank(self, now_us: int) -> Ranking:
         """Statistics, level and verdict of every node in the window ending at the period boundary
         at or before ``now_us``; the blacklist itself is unchanged (see ``decide``)."""
         start, end = self._windows.advance(now_us)
         stats = self._windows.stats()
-        levels = pcores_levels(
-            {node: (s.ci_low, s.ci_high) for node, s in stats.items()
-             if s.ci_low is not None and s.ci_high is not None}
-        )
-        verdicts = self._policy.judge(stats, levels, self._book.listed, (start, end))
-        return Ranking(start, end, self.config.policy, _ordered_rows(stats, levels, verdicts),
-                       self.config.cap(len(stats)), self._windows.mean_count)
+        view = WindowView(start, end, stats, self._windows.mean_count)
+        evidence = self.detector.detect(view)
+        verdicts = self._policy.judge(view, evidence, self._book.listed)
+        return Ranking(start, end, self.config.policy, _ordered_rows(stats, evidence, verdicts),
+                       self.config.cap(len(stats)), view.mean_count)
 
     def decide(self, now_us: int) -> BlacklistDelta | None:
         """Rank, then move the blacklist to the verdicts; return the delta, None when nothing changed."""
@@ -84,25 +96,36 @@ class NodeRanker:
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as plain JSON-able data."""
-        return {"version": SNAPSHOT_VERSION, "windows": self._windows.snapshot(), "book": self._book.state()}
+        return {"version": SNAPSHOT_VERSION, "windows": self._windows.snapshot(), "book": self._book.state(),
+                "detector": {"name": self.detector.name, "state": self.detector.snapshot()}}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Continue from a ``snapshot()``; a snapshot of another version raises ValueError (cold start)."""
+        """Continue from a ``snapshot()``; a snapshot of another version or detector raises ValueError and
+        leaves this ranker as it was (the caller cold-starts)."""
         if state.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"unknown NodeRanker snapshot version {state.get('version')!r}")
-        self._windows.restore(state["windows"])
-        self._book.load(state["book"])
+        saved = state["detector"]
+        if saved.get("name") != self.detector.name:
+            raise ValueError(f"NodeRanker snapshot of detector {saved.get('name')!r}, "
+                             f"policy {self.config.policy!r} runs {self.detector.name!r}")
+        # Restored into new parts, swapped in only when all three read their state.
+        windows, detector = self._new_windows(), self._make_detector(self.config)
+        book = BlacklistBook(self.config.cluster_id, self.config.policy)
+        windows.restore(state["windows"])
+        book.load(state["book"])
+        detector.restore(saved["state"])
+        self._windows, self._book, self.detector = windows, book, detector
 
 
-def _ordered_rows(stats: dict[str, NodeStats], levels: dict[str, int],
-                  verdicts: dict[str, Verdict]) -> tuple[NodeRank, ...]:
+def _ordered_rows(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
+                  verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
     """The rows ordered by level (None last), then node id: node ids sorted once, then bucketed
     by level, which is cheaper than sorting the rows by a tuple key (this runs every period)."""
     by_level: dict[int, list[NodeRank]] = {}
     unranked: list[NodeRank] = []
     for node in sorted(verdicts):
         v = verdicts[node]
-        level = levels.get(node)
+        level = e.level if (e := evidence.get(node)) is not None else None
         row = NodeRank(node, stats.get(node), level, v.eligible, v.blacklisted, v.reason)
         if level is None:
             unranked.append(row)

@@ -18,19 +18,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
 
-PolicyName = Literal["pcores", "pcores-top-k"]
-POLICIES: tuple[PolicyName, ...] = ("pcores", "pcores-top-k")
+from streams.core.decision.registry import POLICIES
 
 MINUTE_US = 60_000_000
 
 
 @dataclass(frozen=True, slots=True)
 class RankingConfig:
-    """Hyperparameters of window statistics, P-Cores ranking and the blacklist policy."""
+    """Hyperparameters of window statistics, the detector and the blacklist policy's guards; ``policy``
+    is a name of ``streams.core.decision.registry.POLICIES``."""
 
-    policy: PolicyName = "pcores"
+    policy: str = "pcores"
     window_size_us: int = 60 * MINUTE_US
     period_us: int = 5 * MINUTE_US
     min_tasks: int = 5
@@ -53,7 +52,7 @@ class RankingConfig:
 
     def _problem(self) -> str | None:
         if self.policy not in POLICIES:
-            return f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}"
+            return f"unknown policy {self.policy!r}; one of: {', '.join(POLICIES.names())}"
         if self.window_size_us <= 0 or self.period_us <= 0:
             return "window_size_us and period_us must be positive"
         if self.window_size_us < self.period_us:
@@ -78,7 +77,7 @@ class RankingConfig:
 
     @property
     def min_dwell_us(self) -> int:
-        """How long a blacklisted node stays at least, in event time."""
+        """How long a blacklisted node stays at least after the period it was added in, in event time."""
         return self.min_dwell_periods * self.period_us
 
     def cap(self, nodes_seen: int) -> int:

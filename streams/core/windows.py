@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from scipy import stats as scipy_stats
-
 from streams.core.events import NormalizedTask
 
 SNAPSHOT_VERSION = 1
@@ -43,6 +41,10 @@ class NodeStats:
 @lru_cache(maxsize=4096)
 def t_quantile(n: int, confidence: float = 0.95) -> float:
     """The two-sided Student-t critical value for n samples (n - 1 degrees of freedom)."""
+    # Imported here: scipy.stats takes most of a second to import, and settings validation imports the
+    # registries, hence this module, in every command, most of which never compute an interval.
+    from scipy import stats as scipy_stats
+
     return float(scipy_stats.t.ppf(0.5 + confidence / 2.0, n - 1))
 
 
@@ -90,6 +92,7 @@ class NodeWindows:
         self.window_size_us = window_size_us
         self.step_us = step_us
         self.confidence = confidence
+        t_quantile(2, confidence)  # scipy's import (most of a second) belongs to set-up, not to the first period
         self._reset()
 
     def _reset(self) -> None:

@@ -4,8 +4,10 @@ A blacklist is worth something when the tasks that land on its nodes *after* it 
 than the cluster's tasks do. Replaying a fixed trace, the blacklisted nodes keep receiving tasks (the
 trace's scheduler did not know), which is what makes this measurable:
 
-* a straggler is a successful task at or above its job's p90 latency (``sorted(d)[int(0.9 n)]``, the
-  definition SPEC 4 and 7 use for prediction), decided after the fact over the whole trace;
+* a straggler is a successful task at or above its job's p90 latency (``oracle_tau``, the definition SPEC 4
+  and 7 use for prediction), decided after the fact over the whole trace; a job with fewer than 2 successful
+  tasks, or whose tasks all took the same time, has no stragglers to speak of (as SPEC 3 for z-values) and
+  its tasks count nowhere;
 * a task *lands on* a blacklisted node when it started (finish time minus duration) while its node was on
   the blacklist, i.e. after the delta that added it and before the one that removed it; the tasks that
   put the node there finished before that delta, so no task is both evidence and outcome;
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 from streams.core.evaluation.avoidance import Placement, spans_in_seconds
 from streams.core.evaluation.detection import DetectionScore
+from streams.core.evaluation.prediction import oracle_tau
 from streams.core.events import BlacklistDelta, Event, TaskFinish
 
 Z_95 = 1.959963984540054
@@ -45,7 +48,7 @@ Z_95 = 1.959963984540054
 class LiftResult:
     """Counts and rates of one run; rates and lift are None when their denominator is 0."""
 
-    tasks: int  # successful tasks that started while the blacklist was live
+    tasks: int  # successful tasks of jobs with a straggler definition, started while the blacklist was live
     stragglers: int
     landed: int  # of them, started on a node that was on the blacklist at that moment
     landed_stragglers: int
@@ -70,6 +73,18 @@ def wilson(successes: int, n: int, z: float = Z_95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def straggler_threshold(durations: list[int]) -> float | None:
+    """The job's p90 latency, or None when the job defines no straggler: fewer than 2 successful tasks,
+    or all of them equally long (std 0, as SPEC 3 for z-values).
+
+    >>> straggler_threshold([10, 10, 30]), straggler_threshold([10]), straggler_threshold([10, 10])
+    (30, None, None)
+    """
+    if len(durations) < 2 or min(durations) == max(durations):
+        return None
+    return oracle_tau(durations)
 
 
 class ForwardLift:
@@ -109,8 +124,9 @@ class ForwardLift:
         live_from = self._first_delta_us if self._first_delta_us is not None else 2**63
         tasks = stragglers = landed = landed_stragglers = 0
         for rows in self._tasks.values():
-            durations = sorted(duration for _, _, duration in rows)
-            tau = durations[int(0.9 * len(durations))]
+            tau = straggler_threshold([duration for _, _, duration in rows])
+            if tau is None:
+                continue
             for node, start, duration in rows:
                 if start < live_from:
                     continue

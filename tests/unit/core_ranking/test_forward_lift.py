@@ -58,3 +58,51 @@ def test_wilson_interval_agrees_with_scipy(k: int, n: int) -> None:
 
 def test_wilson_of_nothing_is_everything() -> None:
     assert wilson(0, 0) == (0.0, 1.0)
+
+
+# --- which jobs define stragglers (issue 14) ----------------------------------------------------------
+
+
+def test_single_task_jobs_define_no_straggler() -> None:
+    """A job with fewer than 2 successful tasks has no p90 to straggle behind (as SPEC 3 for z-values)."""
+    lift = ForwardLift()
+    lift.observe_delta(delta(1, 100, added=("bad",)))
+    for i in range(10):
+        lift.observe(finish("only", "bad" if i < 3 else f"n{i}", 150, 10 + i, job=f"single{i}"))
+    result = lift.result()
+    assert (result.tasks, result.stragglers, result.cluster_rate, result.lift) == (0, 0, None, None)
+
+
+def test_single_task_jobs_do_not_dilute_or_inflate_the_cluster_rate() -> None:
+    lift = ForwardLift()
+    lift.observe_delta(delta(1, 100, added=("bad",)))
+    for i in range(10):  # one job of ten tasks: the 40 s one straggles
+        lift.observe(finish(f"t{i}", "bad" if i == 9 else f"n{i}", 150, 40 if i == 9 else 10))
+    for i in range(10):
+        lift.observe(finish("only", f"n{i}", 150, 10, job=f"single{i}"))
+    result = lift.result()
+    assert (result.tasks, result.stragglers) == (10, 1)
+    assert result.cluster_rate == pytest.approx(0.1)
+    assert result.lift == pytest.approx(10.0)
+
+
+def test_a_job_whose_tasks_all_took_the_same_time_defines_no_straggler() -> None:
+    """std = 0: every task sits at the p90, and none of them is slower than its siblings."""
+    lift = ForwardLift()
+    lift.observe_delta(delta(1, 100))
+    for i in range(5):
+        lift.observe(finish(f"t{i}", f"n{i}", 150, 10))
+    assert (lift.result().tasks, lift.result().stragglers) == (0, 0)
+
+
+def test_the_straggler_threshold_is_the_prediction_oracle_p90() -> None:
+    """One p90 formula for the whole project: lift's stragglers are the prediction metrics' stragglers."""
+    from streams.core.evaluation.prediction import oracle_tau
+
+    durations = [3, 7, 7, 8, 12, 15, 15, 15, 21, 40, 41]
+    lift = ForwardLift()
+    lift.observe_delta(delta(1, 100))
+    for i, seconds in enumerate(durations):
+        lift.observe(finish(f"t{i}", f"n{i}", 150, seconds))
+    tau = oracle_tau(durations)
+    assert lift.result().stragglers == sum(d >= tau for d in durations)

@@ -1,4 +1,5 @@
-"""Blacklist policies: every guard of SPEC 3, the cap, the top-k boundary, dwell and release reasons."""
+"""Blacklist policies (P-Cores evidence through the decision layer): every guard of SPEC 3, the cap, the top-k
+boundary, dwell and release reasons."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.core.pcores import pcores_levels
-from streams.core.policy import BlacklistPolicy, top_k_by_std_and_mean
+from streams.core.decision.policy import BlacklistPolicy
+from streams.core.decision.registry import POLICIES
+from streams.core.decision.selection import top_k_by_std_and_mean
+from streams.core.detection.base import WindowView
 from streams.core.ranking_config import RankingConfig
 from streams.core.windows import NodeStats, summarize
 
@@ -20,8 +23,10 @@ WINDOW = (0, 3_600_000_000)
 
 def judge(config: RankingConfig, stats: dict[str, NodeStats], listed: dict[str, int] | None = None,
           window: tuple[int, int] = WINDOW):
-    intervals = {n: (s.ci_low, s.ci_high) for n, s in stats.items() if s.ci_low is not None}
-    return BlacklistPolicy(config).judge(stats, pcores_levels(intervals), listed or {}, window)
+    policy = POLICIES.get(config.policy)
+    view = WindowView(window[0], window[1], stats)
+    evidence = policy.detector(config).detect(view)
+    return BlacklistPolicy(config, policy.select).judge(view, evidence, listed or {})
 
 
 def node(name: str, center: float, n: int = 20, spread: float = 0.2) -> NodeStats:
@@ -165,10 +170,10 @@ def test_a_listed_node_is_held_for_min_dwell_then_released_with_the_reason() -> 
     stats = {**healthy_cluster(), "fast": node("fast", -1.0), "was-slow": node("was-slow", -0.1)}
     config = RankingConfig(min_dwell_periods=3, period_us=PERIOD)
     added = WINDOW[1]
-    for periods in (1, 2):
+    for periods in (1, 2, 3):  # the period it was added in, then three full periods
         held = judge(config, stats, {"was-slow": added}, (0, added + periods * PERIOD))
         assert held["was-slow"].blacklisted and held["was-slow"].reason.startswith("held")
-    released = judge(config, stats, {"was-slow": added}, (0, added + 3 * PERIOD))
+    released = judge(config, stats, {"was-slow": added}, (0, added + 4 * PERIOD))
     assert not released["was-slow"].blacklisted
     assert released["was-slow"].reason.startswith("no longer qualifies: not clearly slow: ci_low")
 

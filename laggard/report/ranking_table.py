@@ -1,0 +1,56 @@
+"""The ranking of one window as a table for a person (``laggard rank``, ``laggard run --table``)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+
+from streams.core.ranking import NodeRank, Ranking
+
+# Beyond this many nodes the table shows the ones that matter first (see print_ranking).
+MAX_TABLE_ROWS = 60
+
+
+def print_ranking(ranking: Ranking, console: Console) -> None:
+    """Nodes by level, then the blacklist and why, for a person."""
+    ranked = ranking.ranked
+    if not ranked:
+        console.print("nothing to rank: no job had 2 or more successful tasks with different durations")
+        return
+    levels = 1 + max((row.level for row in ranked if row.level is not None), default=-1)
+    console.print(f"[bold]{len(ranked)}[/] nodes ranked on [bold]{levels}[/] P-Cores levels, policy "
+                  f"{ranking.policy}, cap {ranking.cap} node(s)")
+    shown = list(ranked)
+    title = "Nodes by level (0 = slowest)"
+    sorted_view = len(ranked) > MAX_TABLE_ROWS
+    if sorted_view:
+        # Many nodes with a sample or two sit on level 0 with wide intervals and push the ones that matter out of
+        # view: the blacklisted first, then by the lower end of the interval, the quantity the decision turns on.
+        def weight(row: NodeRank) -> tuple[bool, bool, float]:
+            ci_low = row.stats.ci_low if row.stats is not None and row.stats.ci_low is not None else -math.inf
+            return (not row.blacklisted, not row.eligible, -ci_low)
+
+        shown.sort(key=weight)
+        title = "Nodes, blacklisted first, then by the lower end of their 95% interval (level 0 = slowest)"
+    table = Table(title=title, title_justify="left")
+    for name in ("level", "node", "n", "mean z", "std", "95% interval"):
+        table.add_column(name, justify="right" if name in ("n", "mean z", "std") else "left", no_wrap=True)
+    table.add_column("blacklist / why not", overflow="fold")
+    for row in shown[:MAX_TABLE_ROWS]:
+        s = row.stats
+        assert s is not None
+        interval = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
+        # Above level 0 the level says it all; below, the guard that kept a node off matters.
+        note = "[bold red]BLACKLISTED[/]" if row.blacklisted else ("" if row.level and not sorted_view else row.reason)
+        table.add_row("-" if row.level is None else str(row.level), row.node_id, str(s.n), f"{s.mean:+.3f}",
+                      f"{s.std:.3f}", interval, note)
+    console.print(table)
+    if len(ranked) > MAX_TABLE_ROWS:
+        console.print(f"... and {len(ranked) - MAX_TABLE_ROWS} more nodes (--json lists them all)")
+    listed = [row for row in ranking.nodes if row.blacklisted]
+    title = f"({len(listed)} node(s)):" if listed else "empty"
+    console.print(f"\n[bold]Blacklist[/] {title}")
+    for row in listed:
+        console.print(f"  [bold red]{row.node_id}[/]: {row.reason}")

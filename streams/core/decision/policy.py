@@ -1,0 +1,127 @@
+"""The decision layer: evidence of any detector in, the blacklist of one window out (SPEC 3).
+
+The guards live here and hold whatever the detector: the allow-list (never listed) and the deny-list
+(always); the cap, ``floor(max_fraction · nodes seen)`` places, deny-listed nodes included (unless the
+deny-list alone is longer); dwell, a listed node stays ``min_dwell_periods`` full periods after the period
+it was added in, the allow-list and the cap permitting; release, a node leaves when it no longer qualifies,
+with the reason in words. When more suspects exist than places, the policy's selection rule
+(``streams.core.decision.selection``) chooses. The policy never asks which detector produced the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from streams.core.decision.selection import Candidate, Draw, Selection, highest
+from streams.core.detection.base import Evidence, WindowView
+from streams.core.ranking_config import RankingConfig
+
+NO_EVIDENCE = "not a suspect: the detector has no evidence against it"
+BY_SCORE = highest("score")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether one node is (to be) on the blacklist, and why in words."""
+
+    node_id: str
+    eligible: bool
+    blacklisted: bool
+    reason: str
+
+
+class BlacklistPolicy:
+    """Decide the blacklist of one window from the detector's evidence.
+
+    >>> from streams.core.windows import summarize
+    >>> view = WindowView(0, 3_600_000_000, {"a": summarize("a", [1.0, 1.2, 1.1, 1.3, 1.2])})
+    >>> evidence = {"a": Evidence("a", True, 1.05, "clearly slow"), "b": Evidence("b", False, 0.0, "fast")}
+    >>> verdicts = BlacklistPolicy(RankingConfig(max_fraction=1.0)).judge(view, evidence, listed={})
+    >>> verdicts["a"].blacklisted, verdicts["a"].reason, verdicts["b"].blacklisted, verdicts["b"].reason
+    (True, 'clearly slow', False, 'fast')
+    """
+
+    def __init__(self, config: RankingConfig, select: Selection = BY_SCORE) -> None:
+        self.config = config
+        self.select = select
+
+    def judge(self, window: WindowView, evidence: Mapping[str, Evidence],
+              listed: Mapping[str, int]) -> dict[str, Verdict]:
+        """Verdicts for every node in the window, with evidence, on the deny-list or ``listed``
+        (node -> window end at which it was added)."""
+        config = self.config
+        stats = window.stats
+        why_not = self._why_not(stats.keys(), evidence)
+        forced = set(config.deny_list)
+        cap = config.cap(len(stats))
+        dwelling = self._within(self._dwelling(listed, window.end_us, forced), max(0, cap - len(forced)), evidence)
+        fresh = [Candidate(evidence[node], stats.get(node)) for node in sorted(why_not)
+                 if why_not[node] is None and node not in forced and node not in dwelling]
+        places = max(0, cap - len(forced) - len(dwelling))
+        chosen, note = self._choose(fresh, places, Draw(frozenset(listed), config.seed, window.end_us))
+        special = forced | dwelling | chosen | set(listed)
+        # Most nodes of a large cluster are simply not suspects: their verdict is the reason why not.
+        verdicts = {node: Verdict(node, False, False, reason) for node, reason in why_not.items()
+                    if reason is not None and node not in special}
+        for node in sorted(special | (why_not.keys() - verdicts.keys())):
+            verdicts[node] = self._verdict(node, evidence.get(node), why_not.get(node), (forced, dwelling, chosen),
+                                           note, listed, window)
+        return verdicts
+
+    def _why_not(self, nodes: Iterable[str], evidence: Mapping[str, Evidence]) -> dict[str, str | None]:
+        """Why each node of the window or the evidence is not a candidate; None for candidates."""
+        allow = self.config.allow_list
+        # One pass over thousands of nodes every period: plain loops, no call per node.
+        why_not: dict[str, str | None] = {
+            node: "on the allow-list" if node in allow else None if e.suspect else e.reason
+            for node, e in evidence.items()
+        }
+        for node in nodes:
+            if node not in why_not:
+                why_not[node] = "on the allow-list" if node in allow else NO_EVIDENCE
+        return why_not
+
+    def _dwelling(self, listed: Mapping[str, int], end_us: int, forced: set[str]) -> set[str]:
+        # Added at boundary B, a node is listed through the period starting at B; it stays min_dwell_periods
+        # full periods after that one, so its first possible release is B + (min_dwell_periods + 1) periods.
+        return {node for node, added in listed.items()
+                if end_us - added <= self.config.min_dwell_us and node not in self.config.allow_list | forced}
+
+    def _within(self, dwelling: set[str], places: int, evidence: Mapping[str, Evidence]) -> set[str]:
+        # Dwell yields to the cap (the window may have shrunk): keep the highest scores.
+        if len(dwelling) <= places:
+            return dwelling
+        ranked = sorted(dwelling, key=lambda v: (-_score(evidence.get(v)), v))
+        return set(ranked[:places])
+
+    def _choose(self, fresh: list[Candidate], places: int, draw: Draw) -> tuple[set[str], str]:
+        if len(fresh) <= places:
+            return {c.node_id for c in fresh}, ""
+        return self.select(fresh, places, draw)
+
+    def _verdict(self, node: str, evidence: Evidence | None, why_not: str | None,
+                 groups: tuple[set[str], set[str], set[str]], note: str, listed: Mapping[str, int],
+                 window: WindowView) -> Verdict:
+        forced, dwelling, chosen = groups
+        eligible = evidence is not None and why_not is None
+        if node in forced:
+            return Verdict(node, eligible, True, "on the deny-list")
+        if node in dwelling:
+            periods = self.config.min_dwell_periods
+            reason = f"held: min_dwell ({periods} full periods after the one it was added in) not over"
+            return Verdict(node, eligible, True, reason)
+        if node in chosen:
+            assert evidence is not None
+            return Verdict(node, True, True, evidence.reason + (f"; {note}" if note else ""))
+        if evidence is None and node not in window.stats:
+            return Verdict(node, False, False,
+                           f"no recent evidence: no samples in the window [{window.start_us}, {window.end_us}) us")
+        if why_not is not None:
+            reason = why_not if node not in listed else f"no longer qualifies: {why_not}"
+            return Verdict(node, False, False, reason)
+        return Verdict(node, True, False, f"over the cap: not among the {note or 'chosen nodes'}")
+
+
+def _score(evidence: Evidence | None) -> float:
+    return float("-inf") if evidence is None else evidence.score

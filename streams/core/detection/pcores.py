@@ -1,0 +1,111 @@
+"""The P-Cores detector (SPEC 3, DSB Algorithm 3): level-0 nodes whose interval is clearly above a floor.
+
+Its evidence comes from the window statistics alone (``WindowView.stats``), so it learns nothing between
+windows. A node is a suspect when it has at least ``min_tasks`` samples, an interval, sits on P-Cores level
+0, some edge exists at all (not every interval overlaps), and ``ci_low > significance_floor`` (None
+disables the floor). Its score is ``ci_low``: the most clearly slow node first when the cap leaves fewer
+places than suspects. ``still_slow`` marks a node with enough samples whose interval is above the floor
+(above 0 when there is none) whatever its level; the decision layer does not use it yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from streams.core.detection.base import Evidence, WindowView
+from streams.core.events import NormalizedTask
+from streams.core.pcores import has_edges, pcores_levels
+from streams.core.windows import NodeStats
+
+
+class PCoresDetector:
+    """Suspect the clearly slow nodes of P-Cores level 0, with the statistics behind it in words.
+
+    >>> from streams.core.windows import summarize
+    >>> stats = {"a": summarize("a", [1.0, 1.2, 1.1, 1.3, 1.2]),
+    ...          "b": summarize("b", [0.0, 0.1, -0.1, 0.05, 0.0])}
+    >>> evidence = PCoresDetector(min_tasks=5).detect(WindowView(0, 3_600_000_000, stats))
+    >>> evidence["a"].suspect, evidence["a"].level, round(evidence["a"].score, 3)
+    (True, 0, 1.033)
+    >>> evidence["b"].suspect, evidence["b"].reason
+    (False, 'not level 0 (level 1 of 2)')
+    """
+
+    name = "pcores"
+
+    def __init__(self, min_tasks: int = 5, significance_floor: float | None = 0.25,
+                 confidence: float = 0.95) -> None:
+        self.min_tasks = min_tasks
+        self.significance_floor = significance_floor
+        self.confidence = confidence
+        # A cache, not learned state: what each node's evidence was computed from, and that evidence.
+        self._keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
+        self._evidence: dict[str, Evidence] = {}
+
+    def learn(self, sample: NormalizedTask) -> None:
+        """Nothing to learn: the window statistics are the whole evidence."""
+        return None
+
+    def detect(self, window: WindowView) -> Mapping[str, Evidence]:
+        stats = window.stats
+        levels = pcores_levels(
+            {node: (s.ci_low, s.ci_high) for node, s in stats.items() if s.ci_low is not None and s.ci_high is not None}
+        )
+        edges = has_edges(levels)
+        depth = 1 + max(levels.values(), default=-1)
+        # Most nodes keep their statistics (the same NodeStats object) and level from one period to the next
+        # (two thirds of them on the Google 2011 trace): their evidence is reused rather than rebuilt.
+        keys, evidence = self._keys, self._evidence
+        new_keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
+        new_evidence: dict[str, Evidence] = {}
+        min_tasks = self.min_tasks
+        for node, s in stats.items():
+            level = levels.get(node)
+            # Edges and depth change a reason only once a node has the samples and interval to be judged on them.
+            key = (s, level, edges, depth) if level is not None and s.n >= min_tasks else (s, level, True, 0)
+            new_keys[node] = key
+            new_evidence[node] = evidence[node] if keys.get(node) == key else self._judge(s, key)
+        self._keys, self._evidence = new_keys, new_evidence
+        return new_evidence
+
+    def _judge(self, s: NodeStats, key: tuple[NodeStats, int | None, bool, int]) -> Evidence:
+        _, level, edges, depth = key
+        why_not = self._ineligible(s, level, edges, depth)
+        score = float("-inf") if s.ci_low is None else s.ci_low
+        reason = why_not if why_not is not None else self._why_slow(s, depth)
+        return Evidence(s.node_id, why_not is None, score, reason, self._still_slow(s), level)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        return None
+
+    def _ineligible(self, s: NodeStats, level: int | None, edges: bool, depth: int) -> str | None:
+        if s.n < self.min_tasks:
+            return f"too few samples: n={s.n} < min_tasks {self.min_tasks}"
+        if s.ci_low is None or level is None:
+            return f"no interval: n={s.n}"
+        if not edges:
+            return "all intervals overlap: no node is clearly slower than another"
+        if level > 0:
+            return f"not level 0 (level {level} of {depth})"
+        floor = self.significance_floor
+        if floor is not None and s.ci_low <= floor:
+            return f"not clearly slow: ci_low {s.ci_low:+.3f} <= significance floor {floor:g}"
+        return None
+
+    def _still_slow(self, s: NodeStats) -> bool:
+        floor = 0.0 if self.significance_floor is None else self.significance_floor
+        return s.n >= self.min_tasks and s.ci_low is not None and s.ci_low > floor
+
+    def _why_slow(self, s: NodeStats, depth: int) -> str:
+        assert s.ci_low is not None and s.ci_high is not None
+        reason = (
+            f"level 0 of {depth} (nothing clearly slower): its {s.n} tasks ran {s.mean:+.2f} job standard "
+            f"deviations from their jobs' means on average (std {s.std:.2f}), {self.confidence:.0%} "
+            f"interval [{s.ci_low:+.2f}, {s.ci_high:+.2f}]"
+        )
+        floor = self.significance_floor
+        return reason + (f" clearly above the significance floor {floor:g}" if floor is not None else "")
