@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "kafka": ("laggard.commands.kafka", "kafka", "Run a local Kafka broker (development, tests, CI)."),
     "bench": ("laggard.commands.bench", "bench", "Measure speed and cost beside their floors."),
     "advise": ("laggard.commands.advise", "advise", "Advise schedulers which nodes to avoid for a task (trees)."),
+    "scenarios": ("laggard.commands.scenarios", "scenarios", "Score the blacklist on fault scenarios."),
 }
 
 
