@@ -61,6 +61,14 @@ class Settings(BaseSettings):
     store: str = Field("memory://", description="Faust table store; tables are rebuilt from changelogs")
     web_port: int = Field(6066, ge=0, le=65535)
 
+    # --- Operations (README "Operating laggard") --------------------------------------------
+    metrics_port: int = Field(0, ge=0, le=65535, description="port of /metrics, /livez and /readyz (worker and "
+                                                             "adapters); 0 serves none")
+    metrics_host: str = Field("127.0.0.1", description="address the metrics port binds (0.0.0.0 in a pod)")
+    stall_timeout_s: float = Field(120.0, ge=0, description="seconds with records waiting and none read before "
+                                                           "the liveness check fails and the worker restarts "
+                                                           "itself; 0 never")
+
     # --- Statistics and ranking (SPEC 3) ----------------------------------------------------
     window_size_s: float = Field(3600.0, gt=0, description="hopping window size, event time")
     ranking_period_s: float = Field(300.0, gt=0, description="ranking period = window step, event time")

@@ -46,7 +46,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: RawStream) -> None:
-        async for event in unacked_events(stream):
+        async for event in unacked_events(stream, "normalise_tasks", wiring.progress):
             async with lock:
                 admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
                 if admitted is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import faust
 from faust.types import AgentT
 
+from streams import metrics
 from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
 from streams.agents.common import send
 from streams.core.prediction.base import PredictionContext
@@ -31,7 +32,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: RawStream) -> None:
-        async for event in unacked_events(stream):
+        async for event in unacked_events(stream, "predict_stragglers", wiring.progress):
             # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
             admitted = await states.admit(stream, event, None, wiring.task_events_types)
             if admitted is None:
@@ -39,6 +40,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
             prediction = admitted.slot.state.step(admitted.record)
             if prediction is not None:
                 await send(wiring.straggler_predictions, prediction.job_id, prediction)
+                metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
             if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
                 await admitted.slot.save(stream)
 

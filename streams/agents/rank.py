@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import faust
 from faust.types import AgentT
 
+from streams import metrics
 from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
@@ -22,6 +24,14 @@ from streams.wiring import Wiring
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 20000
+
+
+def observe(publication: Publication) -> None:
+    """The gauges of a ranked window: its lag behind the wall clock, nodes seen and listed."""
+    snapshot = publication.result.snapshot
+    metrics.NODES_SEEN.set(snapshot.nodes_seen)
+    metrics.NODES_LISTED.labels("worker").set(len(snapshot.nodes))
+    metrics.PERIOD_LAG.set(time.time() - publication.result.boundary_us / 1e6)
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
@@ -48,9 +58,11 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                 await send(wiring.node_scores, score.node_id, score)
             for node_class in publication.node_classes:  # ML-NA only
                 await send(wiring.node_classes, node_class.node_id, node_class)
+            observe(publication)
             if publication.delta is not None and publication.snapshot is not None:
                 await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta)
                 await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot)
+                metrics.DELTA_PUBLISHED.set(publication.delta.version)
                 log.info("blacklist v%d: +%s -%s", publication.delta.version,
                          [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
         warning = ranking.late_warning() if publications else None
@@ -59,13 +71,16 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.ranking_feed, name="rank_nodes")
     async def rank_nodes(stream: RawStream) -> None:
-        async for event in unacked_events(stream):
+        async for event in unacked_events(stream, "rank_nodes", wiring.progress):
             async with lock:
                 admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                 if admitted is None:
                     continue
                 ranking = admitted.slot.state
+                started = time.perf_counter()
                 publications = ranking.take(admitted.record) + rank_without_idle(idle, ranking)
+                if publications:
+                    metrics.RANKING_DURATION.observe(time.perf_counter() - started)
                 await publish(ranking, publications)
                 if publications or admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
                     await admitted.slot.save(stream)
