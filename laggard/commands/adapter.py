@@ -292,6 +292,13 @@ def _run(
             "interrupted: state kept at %s", _version_words(follower.state.version)
         )
         return
+    _report(outcome, kind=kind, cluster=cluster, dry_run=dry_run, as_json=as_json)
+    if once and not outcome.in_sync:
+        sys.exit(NOT_IN_SYNC)
+
+
+def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bool) -> None:
+    """One summary line on stderr; with --json, the outcome as one JSON document on stdout."""
     summary = (
         f"cluster {cluster}: "
         + ("no blacklist published yet" if outcome.version is None else f"version {outcome.version}")
@@ -300,19 +307,9 @@ def _run(
     )
     click.echo(summary + ("" if outcome.in_sync else " (NOT in sync)"), err=True)
     if as_json:
-        click.echo(
-            orjson.dumps(
-                {
-                    **asdict(outcome),
-                    "in_sync": outcome.in_sync,
-                    "cluster_id": cluster,
-                    "adapter": kind,
-                    "dry_run": dry_run,
-                }
-            ).decode()
-        )
-    if once and not outcome.in_sync:
-        sys.exit(NOT_IN_SYNC)
+        document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
+                    "dry_run": dry_run}  # fmt: skip
+        click.echo(orjson.dumps(document).decode())
 
 
 def _known_nodes(value: str | None) -> int | frozenset[str] | None:
