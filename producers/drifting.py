@@ -40,6 +40,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from producers.keyvalues import parse_key_values
 from producers.readers.common import RANK, US_PER_S
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskFinish, TaskStart
 
@@ -98,29 +99,14 @@ _RANGES = {"tasks": int, "slowdown": float, "episode": float}
 
 def parse_config(text: str) -> DriftingConfig:
     """``"nodes=200,days=30,slowdown=1.3-2"`` -> DriftingConfig; ValueError names the bad key or value."""
-    values: dict[str, Any] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        key, sep, raw = item.partition("=")
-        key, raw = key.strip(), raw.strip()
-        if not sep or key not in KEYS:
-            raise ValueError(f"drifting: unknown key {key!r} (known: {', '.join(KEYS)})")
-        try:
-            if key in _RANGES:
-                low, _, high = raw.partition("-")
-                values[key] = (_RANGES[key](low), _RANGES[key](high or low))
-            else:
-                values[key] = type(getattr(DriftingConfig, key))(raw)
-        except ValueError:
-            raise ValueError(f"drifting: bad value for {key}: {raw!r}") from None
-        if any(isinstance(v, float) and not math.isfinite(v) for v in _flat(values[key])):
-            raise ValueError(f"drifting: bad value for {key}: {raw!r}")
-    return DriftingConfig(**values)
+    return DriftingConfig(**parse_key_values(text, "drifting", KEYS, _convert))
 
 
-def _flat(value: Any) -> tuple[Any, ...]:
-    return tuple(value) if isinstance(value, tuple) else (value,)
+def _convert(key: str, raw: str) -> Any:
+    if key in _RANGES:
+        low, _, high = raw.partition("-")
+        return (_RANGES[key](low), _RANGES[key](high or low))
+    return type(getattr(DriftingConfig, key))(raw)
 
 
 def weak_fraction(spans: Sequence[Sequence[float]], start_us: int, end_us: int) -> float:

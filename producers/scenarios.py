@@ -46,6 +46,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from producers.keyvalues import parse_key_values
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskFinish, TaskStart
 
 US_PER_S = 1_000_000
@@ -327,19 +328,10 @@ def parse_spec(text: str) -> tuple[str, int, dict[str, Any]]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not parts:
         raise ValueError("scenario: name a scenario, e.g. scenario:cpu-2x,seed=1")
-    name, seed, changes = parts[0], 1, {}
-    for item in parts[1:]:
-        key, sep, raw = item.partition("=")
-        if not sep or key not in ("seed", "nodes", "hours", "rate"):
-            raise ValueError(f"scenario: unknown key {key!r} (known: seed, nodes, hours, rate)")
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValueError(f"scenario: bad value for {key}: {raw!r}") from None
-        if key == "seed":
-            seed = int(value)
-        else:
-            changes[key] = int(value) if key == "nodes" else value
+    values = parse_key_values(parts[1:], "scenario", ("seed", "nodes", "hours", "rate"), lambda key, raw: float(raw))
+    seed = int(values.pop("seed", 1))
+    changes: dict[str, Any] = {key: int(v) if key == "nodes" else v for key, v in values.items()}
+    name = parts[0]
     return name, seed, changes
 
 
