@@ -22,9 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producers.registry import open_trace
+from streams.config import partition_for, ranking_config
 from streams.core.events import BlacklistDelta, Event, JobFinish, JobStart, NormalizedTask, Progress, TaskFinish
 from streams.core.stages import NormalizeStage, RankStage
-from streams.local import LocalPipeline, partition_for, ranking_config
+from streams.local import LocalPipeline
 from streams.settings import Settings
 
 PARTITIONS = 3
