@@ -1,17 +1,20 @@
 /*
  * A real Hadoop YARN ResourceManager and NodeManagers in one JVM, for laggard's operations tier.
  *
- *   java -cp '.laggard/yarn-lib/*' yarn/YarnLocal.java --dir DIR --exclude-file FILE --hosts 127.0.0.2,127.0.0.3
+ *   java -cp 'DIR/conf:.laggard/yarn-lib/*' yarn/YarnLocal.java --dir DIR --exclude-file FILE --hosts 127.0.0.2,127.0.0.3
  *
- * The ResourceManager listens on 127.0.0.1 (ephemeral ports) and reads FILE as yarn.resourcemanager.nodes.exclude-path
- * (created empty if missing; *.xml read as XML, any other name as plain, as Hadoop decides). Each host gets one
- * NodeManager bound to that address: YARN matches exclude entries against a node's host name or IP only, never its
- * port, so NodeManagers that shared a host (as MiniYARNCluster's do, all on "localhost") could not be told apart.
- * Loopback addresses 127.0.0.2, 127.0.0.3, ... are distinct hosts on one machine with no DNS or /etc/hosts entry.
+ * The ResourceManager listens on 127.0.0.1 (ephemeral ports) with yarn.resourcemanager.nodes.exclude-path = FILE
+ * (created empty if missing; Hadoop reads *.xml as XML, any other name as plain). The RM reads that path again from
+ * yarn-site.xml on its classpath at every refreshNodes, as on a real cluster, so this launcher writes
+ * DIR/conf/yarn-site.xml before the RM starts and DIR/conf must come first on the classpath.
  *
- * When ready it writes DIR/conf/yarn-site.xml (the client configuration: the RM's real addresses, for
- * `RMAdminCLI -refreshNodes` with DIR/conf first on its classpath) and DIR/conf/log4j.properties, then prints one line
- * "ready admin=HOST:PORT web=http://HOST:PORT conf=DIR/conf" on stdout. Logs go to DIR/yarn.log.
+ * Each host gets one NodeManager bound to that address. YARN matches exclude entries against a node's host name or IP
+ * only, never its port, so NodeManagers that share a host (MiniYARNCluster's are all "localhost") cannot be told
+ * apart; loopback addresses 127.0.0.2, 127.0.0.3, ... are distinct hosts on one machine with no DNS entry needed.
+ *
+ * When ready, DIR/conf/yarn-site.xml also holds the RM's real addresses (clients such as RMAdminCLI read them with
+ * DIR/conf first on their classpath) and DIR/conf/log4j.properties a quiet client logging; one line
+ * "ready admin=HOST:PORT web=http://HOST:PORT conf=DIR/conf" goes to stdout. Logs go to DIR/yarn.log.
  *
  * A decommissioned NodeManager shuts itself down, as on a real cluster. Like a process supervisor (systemd's
  * Restart=always), this launcher starts a stopped NodeManager again after --restart-ms on the same host and port: the
@@ -215,7 +218,8 @@ public class YarnLocal {
                 + "log4j.appender.stderr=org.apache.log4j.ConsoleAppender\n"
                 + "log4j.appender.stderr.Target=System.err\n"
                 + "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout\n"
-                + "log4j.appender.stderr.layout.ConversionPattern=%p %c{1}: %m%n\n");
+                + "log4j.appender.stderr.layout.ConversionPattern=%p %c{1}: %m%n\n"
+                + "log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR\n");  // no libhadoop.so: expected
     }
 
     static void configureLogging(Path file) {
