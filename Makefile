@@ -6,11 +6,13 @@ LAGGARD := $(VENV)/bin/laggard
 STAMP := $(VENV)/.installed
 KAFKA_LIB := .laggard/kafka-lib
 KAFKA_POM := broker/pom.xml
+YARN_LIB := .laggard/yarn-lib
+YARN_POM := yarn/pom.xml
 # `make test` runs its own broker on free ports in its own data directory, beside any broker already running.
 TEST_DATA_DIR := .laggard/test-broker
 TRACES ?= ../shared/traces
 
-.PHONY: venv demo test unit integration operations lint manifests typecheck kafka-jars kafka-up kafka-down bench lock clean
+.PHONY: venv demo test unit integration operations lint manifests typecheck kafka-jars yarn-jars kafka-up kafka-down bench lock clean
 
 venv: $(STAMP)
 
@@ -27,6 +29,15 @@ $(KAFKA_LIB)/.fetched: $(KAFKA_POM)
 	rm -rf $(KAFKA_LIB) && mkdir -p $(KAFKA_LIB)
 	mvn -B -q -f $(KAFKA_POM) org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
 	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(KAFKA_LIB))
+	touch $@
+
+# A real YARN ResourceManager and NodeManagers for the operations tier (yarn/YarnLocal.java runs them).
+yarn-jars: $(YARN_LIB)/.fetched
+
+$(YARN_LIB)/.fetched: $(YARN_POM)
+	rm -rf $(YARN_LIB) && mkdir -p $(YARN_LIB)
+	mvn -B -q -f $(YARN_POM) org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+	    -DincludeScope=runtime -DoutputDirectory=$(abspath $(YARN_LIB))
 	touch $@
 
 demo: venv
@@ -64,7 +75,7 @@ integration: venv kafka-jars
 	    --ignore=tests/integration/operations tests/integration
 
 # The heavy operational tier (README "Operating laggard"): each test starts and restarts brokers of its own.
-operations: venv kafka-jars
+operations: venv kafka-jars yarn-jars
 	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q -p no:cacheprovider \
 	    -o addopts="-ra --strict-markers --import-mode=importlib" tests/integration/operations
 

@@ -10,6 +10,14 @@ counts as not applied and is tried again. laggard owns the exclude file and rewr
 operator put there for their own decommissions are replaced (and refreshNodes would recommission those hosts),
 so point the RM at a file only laggard writes, or use the health directory instead.
 
+**Host names** (``host_map``). The RM matches an exclude entry against a node's host name or IP address, never its
+port (``NodesListManager.isValidNode``), so an entry must be what YARN calls the host: the ``nodeHostName`` of
+``yarn node -list -all`` or ``/ws/v1/cluster/nodes``. laggard's node ids are whatever the traces call a machine;
+where that differs, a host map file says, one ``NODE HOST`` pair a line (``#`` comments), which host each node
+is. Several nodes may share a host (the host stays excluded while any of them is listed); a listed node missing
+from the map is written under its own name, with a warning. Flag files are named after the host too, as the
+health script looks up its own host name.
+
 Excluding a node decommissions it, which drains it. For "stop placing new containers here" without
 decommissioning, use the health directory: one flag file per blacklisted node, whose first line is the
 reason; ``scripts/yarn-health-check DIR`` (the NodeManager health script) prints ``ERROR ...`` while its
@@ -23,6 +31,7 @@ import logging
 import re
 import shlex
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
@@ -38,6 +47,35 @@ DEFAULT_REFRESH = "yarn rmadmin -refreshNodes"
 FLAG_MARK = "laggard:"
 # A flag file is named after its node: refuse names that would leave the directory or hide the file.
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._:@-]*$")
+_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+
+
+def load_host_map(path: Path) -> dict[str, str]:
+    """``NODE HOST`` per line (``#`` comments, blank lines skipped); ValueError names the file and line.
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".map", delete=False) as f:
+    ...     _ = f.write("node-07 nm7.example.com  # rack 2\\n\\nnode-08 10.0.0.8\\n")
+    >>> load_host_map(Path(f.name))
+    {'node-07': 'nm7.example.com', 'node-08': '10.0.0.8'}
+    >>> os.unlink(f.name)
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read the host map {path}: {exc.strerror or exc}") from None
+    hosts: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split("#", 1)[0].split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ValueError(f"host map {path} line {number}: expected 'NODE HOST', got {line.strip()!r}")
+        node, host = fields
+        if hosts.get(node, host) != host:
+            raise ValueError(f"host map {path} line {number}: node {node!r} already maps to {hosts[node]!r}")
+        hosts[node] = host
+    return hosts
 
 
 def render_xml(nodes: set[str] | frozenset[str]) -> str:
@@ -70,6 +108,7 @@ class YarnApplier:
         health_dir: Path | None = None,
         refresh_timeout_s: float = 120.0,
         dry_run: bool = False,
+        host_map: Mapping[str, str] | None = None,
     ) -> None:
         if exclude_file is None and health_dir is None:
             raise ValueError("give an exclude file, a health directory, or both")
@@ -79,19 +118,27 @@ class YarnApplier:
         self.health_dir = health_dir
         self.refresh_timeout_s = refresh_timeout_s
         self.dry_run = dry_run
+        self.host_map = dict(host_map) if host_map is not None else None
         self._format = format_for(exclude_file, exclude_format) if exclude_file is not None else "plain"
 
+    def host(self, node: str) -> str:
+        """The name YARN knows ``node`` by: its host map entry, else the node id itself."""
+        return node if self.host_map is None else self.host_map.get(node, node)
+
     def apply(self, change: Change) -> None:
+        hosts = {self.host(node) for node in change.after}
+        if self.host_map is not None and (unmapped := sorted(change.after - self.host_map.keys())):
+            log.warning("not in the host map, written under their own names: %s", ", ".join(unmapped))
         if self.health_dir is not None:
-            self._sync_flags(change)
+            self._sync_flags(change, hosts)
         if self.exclude_file is not None:
-            text = render_xml(change.after) if self._format == "xml" else render_plain(change.after)
+            text = render_xml(hosts) if self._format == "xml" else render_plain(hosts)
             log.info(
-                "%sreplace exclude file %s (%s) with %d node(s)",
+                "%sreplace exclude file %s (%s) with %d host(s)",
                 prefix(self.dry_run),
                 self.exclude_file,
                 self._format,
-                len(change.after),
+                len(hosts),
             )
             if not self.dry_run:
                 write_atomically(self.exclude_file, text)
@@ -117,19 +164,20 @@ class YarnApplier:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ApplyError(f"refresh command {self.refresh_command!r} could not run: {exc}") from exc
         if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
             raise ApplyError(
                 f"refresh command {self.refresh_command!r} exited with status "
-                f"{done.returncode}: {' | '.join(tail) or 'no output'}"
+                f"{done.returncode}: {summary(done.stderr or done.stdout)}"
             )
 
-    def _sync_flags(self, change: Change) -> None:
+    def _sync_flags(self, change: Change, hosts: set[str]) -> None:
         assert self.health_dir is not None
         directory = self.health_dir
-        reasons = {entry.node_id: entry.reason for entry in change.added}
+        reasons: dict[str, str] = {}
+        for entry in change.added:
+            reasons.setdefault(self.host(entry.node_id), entry.reason)
         if not self.dry_run:
             directory.mkdir(parents=True, exist_ok=True)
-        for node in sorted(change.after):
+        for node in sorted(hosts):
             if not _SAFE_NAME.match(node):
                 log.error("no flag file for node %r: the name is not a safe file name", node)
                 continue
@@ -140,10 +188,21 @@ class YarnApplier:
                 if not self.dry_run:
                     write_atomically(flag, f"{FLAG_MARK} {reason} (blacklist version {change.version})\n")
         for flag in sorted(directory.iterdir()) if directory.is_dir() else []:
-            if flag.name not in change.after and flag.is_file() and _written_by_laggard(flag):
+            if flag.name not in hosts and flag.is_file() and _written_by_laggard(flag):
                 log.info("%sremove flag %s", prefix(self.dry_run), flag)
                 if not self.dry_run:
                     flag.unlink(missing_ok=True)
+
+
+def summary(output: str, lines: int = 3) -> str:
+    """The last few lines of a failed command's output that say something: a Java stack trace's frames
+    (``at ...``, ``... 12 more``) are left out, so ``rmadmin``'s own message or the exception's cause remains.
+
+    >>> summary("WARN x\\nException in thread main java.lang.X: boom\\n\\tat a.B.c(B.java:1)\\n\\t... 3 more\\n")
+    'WARN x | Exception in thread main java.lang.X: boom'
+    """
+    kept = [line.strip() for line in output.splitlines() if line.strip() and not _FRAME.match(line)]
+    return " | ".join(kept[-lines:]) or "no output"
 
 
 def _written_by_laggard(flag: Path) -> bool:

@@ -142,18 +142,30 @@ def file(path: Path, **common: Any) -> None:
     default=None,
     help="Keep one flag file per blacklisted node here for scripts/yarn-health-check.",
 )
+@click.option(
+    "--host-map",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="File of 'NODE HOST' lines: the host name or IP YARN knows each laggard node by (YARN excludes hosts, "
+    "never ports) [default: node ids are host names]",
+)
 def yarn(
     exclude_file: Path | None,
     exclude_format: str | None,
     refresh_command: str,
     health_dir: Path | None,
+    host_map: Path | None,
     **common: Any,
 ) -> None:
     """Exclude nodes in YARN (exclude file + refresh) and/or flag them for the NodeManager health script."""
-    from adapters.yarn import YarnApplier
+    from adapters.yarn import YarnApplier, load_host_map
 
     if exclude_file is None and health_dir is None:
         raise click.UsageError("give --exclude-file, --health-dir, or both")
+    try:
+        hosts = load_host_map(host_map) if host_map is not None else None
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
 
     def make(cluster_id: str, dry_run: bool) -> Any:
         try:
@@ -163,6 +175,7 @@ def yarn(
                 refresh_command or None,
                 health_dir,
                 dry_run=dry_run,
+                host_map=hosts,
             )
         except ValueError as exc:
             raise UserError(str(exc)) from exc

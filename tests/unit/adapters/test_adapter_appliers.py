@@ -20,7 +20,7 @@ from adapters.base import ApplyError, write_atomically
 from adapters.file import FileApplier
 from adapters.follower import Change, Follower, FollowerState
 from adapters.webhook import WebhookApplier
-from adapters.yarn import YarnApplier
+from adapters.yarn import YarnApplier, load_host_map
 from streams.core.events import BlacklistDelta, BlacklistEntry, RemovedEntry
 
 
@@ -92,6 +92,53 @@ def test_a_failing_refresh_command_is_an_apply_error_with_its_output(tmp_path: P
         applier.apply(change({"n1"}, added=("n1",)))
     with pytest.raises(ApplyError, match="could not run"):
         YarnApplier(tmp_path / "ex", refresh_command="/nonexistent/yarn rmadmin").apply(change({"n1"}))
+
+
+def test_a_java_refresh_failure_is_reported_by_its_message_not_its_stack_frames(tmp_path: Path) -> None:
+    trace = (
+        "WARN NativeCodeLoader: Unable to load native-hadoop library\n"
+        "refreshNodes: Call From vm/127.0.0.1 to localhost:1 failed on connection exception: "
+        "java.net.ConnectException: Connection refused\n"
+        "Exception in thread main java.io.IOException: boom\n\tat org.apache.X.y(X.java:12)\n"
+        "Caused by: java.net.ConnectException: Connection refused\n\tat sun.nio.Z.q(Z.java:3)\n\t... 9 more\n"
+    )
+    (tmp_path / "trace").write_text(trace)
+    applier = YarnApplier(tmp_path / "ex", refresh_command=f"sh -c 'cat {tmp_path}/trace >&2; exit 255'")
+    with pytest.raises(ApplyError) as raised:
+        applier.apply(change({"n1"}, added=("n1",)))
+    message = str(raised.value)
+    assert "status 255: refreshNodes: Call From" in message and "Caused by: java.net.ConnectException" in message
+    assert "\n" not in message and "X.java" not in message and "more" not in message
+
+
+def test_host_map_names_the_hosts_yarn_knows_in_exclude_file_and_flags(tmp_path: Path, caplog) -> None:
+    hosts = tmp_path / "hosts.map"
+    hosts.write_text("# laggard node   YARN host\nnode-07 nm7.example.com\nnode-08 10.0.0.8  # rack 2\n"
+                     "node-09 10.0.0.8\n")
+    exclude, health = tmp_path / "yarn.exclude", tmp_path / "health"
+    applier = YarnApplier(exclude, refresh_command=None, health_dir=health, host_map=load_host_map(hosts))
+    applier.apply(change({"node-07", "node-08", "node-09", "n-x"}, added=("node-07", "node-08", "node-09", "n-x")))
+    assert exclude.read_text() == "10.0.0.8\nn-x\nnm7.example.com\n"  # two nodes on one host: one entry
+    assert sorted(p.name for p in health.iterdir()) == ["10.0.0.8", "n-x", "nm7.example.com"]
+    assert (health / "nm7.example.com").read_text().startswith("laggard: node-07 is slow")
+    assert "not in the host map, written under their own names: n-x" in caplog.text
+    applier.apply(change({"node-09"}, removed=("node-07", "node-08", "n-x"), version=2))
+    assert exclude.read_text() == "10.0.0.8\n"  # node-09 still keeps its host out
+    assert sorted(p.name for p in health.iterdir()) == ["10.0.0.8"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [("node-1\n", "line 1: expected 'NODE HOST'"), ("a h1\nb h2 extra\n", "line 2"),
+     ("a h1\na h2\n", "line 2: node 'a' already maps to 'h1'")],
+)
+def test_a_bad_host_map_is_one_clear_error(tmp_path: Path, text: str, problem: str) -> None:
+    path = tmp_path / "hosts.map"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=problem):
+        load_host_map(path)
+    with pytest.raises(ValueError, match="cannot read the host map"):
+        load_host_map(tmp_path / "missing.map")
 
 
 def test_yarn_exclude_format_must_match_what_hadoop_will_read(tmp_path: Path) -> None:

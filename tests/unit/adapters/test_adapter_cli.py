@@ -83,6 +83,13 @@ def test_yarn_refuses_an_xml_format_hadoop_would_read_as_plain(tmp_path: Path) -
     assert "reads yarn.exclude as plain" in one_line_error(result)
 
 
+def test_yarn_names_the_bad_line_of_a_host_map(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.map"
+    hosts.write_text("node-07 nm7\nnode-08\n")
+    result = invoke("yarn", "--exclude-file", str(tmp_path / "ex"), "--host-map", str(hosts), "--known-nodes", "10")
+    assert "hosts.map line 2: expected 'NODE HOST'" in one_line_error(result)
+
+
 def test_k8s_rejects_a_malformed_taint() -> None:
     assert "KEY=VALUE:EFFECT" in one_line_error(invoke("k8s", "--taint", "slow"))
 
