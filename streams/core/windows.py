@@ -7,23 +7,30 @@ For each node: n, mean, population std (DSB divides by n) and the Student-t inte
 against all nodes of the window is ``n / mean_count`` (``mean_count``: the mean n over the nodes seen),
 so 1.0 is an average load.
 
-Samples are keyed by (job_id, task_id): a later sample of the same task replaces the earlier one, so
-a final z-value replaces its provisional one and a redelivered record does not count twice.
+What the windows store is moments (``streams.core.moments``) per node and per *bucket* of task finish time,
+``bucket_width(window, step)`` wide, so that every window is a whole number of buckets and its statistics are
+exact. Each contribution has a key and replaces an earlier one of the same key: a single sample is keyed by
+(job_id, task_id), so a redelivered sample does not count twice; a ``NodeSummary`` from a normalising partition
+by (partition, boundary), so a redelivered summary replaces itself, and the provisional values it withdraws
+leave with it. Within a bucket, contributions merge in key order, and buckets in time order: the statistics do
+not depend on the order in which contributions arrived.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from streams.core.events import NormalizedTask
+from streams.core.events import NodeMoments, NodeSummary, NormalizedTask
+from streams.core.moments import EMPTY, Moments, bucket_width, merge_all
 
-SNAPSHOT_VERSION = 1
+# 2: moments per node and bucket instead of single samples (issue 18).
+SNAPSHOT_VERSION = 2
 
-_Key = tuple[str, str]
+_Key = tuple[str | int, ...]  # ("task", job, task) or ("summary", partition, boundary)
+_Cell = dict[_Key, tuple[Moments, Moments]]  # key -> (added, withdrawn) in one bucket of one node
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +76,7 @@ def summarize(node_id: str, values: list[float], confidence: float = 0.95) -> No
 
 
 class NodeWindows:
-    """Keep each node's recent z-values and summarise the window ending at a given event time.
+    """Keep each node's recent z-values as moments per bucket and summarise the window ending at an event time.
 
     >>> windows = NodeWindows(window_size_us=3_600_000_000, step_us=300_000_000)
     >>> for i, z in enumerate([0.1, 0.3, 0.2]):
@@ -91,16 +98,16 @@ class NodeWindows:
             raise ValueError("window_size_us and step_us must be positive")
         self.window_size_us = window_size_us
         self.step_us = step_us
+        self.bucket_us = bucket_width(window_size_us, step_us)
         self.confidence = confidence
         t_quantile(2, confidence)  # scipy's import (most of a second) belongs to set-up, not to the first period
         self._reset()
 
     def _reset(self) -> None:
         self._total = 0  # sum of n over the cached nodes
-        self._samples: dict[str, dict[_Key, tuple[int, float]]] = {}  # node -> key -> (ts, z)
-        self._node_of: dict[_Key, str] = {}
-        self._expiry: list[tuple[int, str, str]] = []  # (ts, job, task) of every stored sample
-        self._pending: list[tuple[int, str, str]] = []  # samples at or after the window end
+        self._cells: dict[int, dict[str, _Cell]] = {}  # bucket start -> node -> contributions
+        self._cell_totals: dict[tuple[int, str], Moments] = {}
+        self._where: dict[_Key, list[tuple[int, str]]] = {}  # key -> the cells it contributes to
         self._dirty: set[str] = set()
         self._cache: dict[str, NodeStats] = {}
         self._end: int | None = None
@@ -113,58 +120,88 @@ class NodeWindows:
 
     @property
     def stored_samples(self) -> int:
-        return len(self._node_of)
+        """Contributions stored (single samples, or one per node and bucket of a summary)."""
+        return sum(len(cell) for nodes in self._cells.values() for cell in nodes.values())
+
+    @property
+    def buckets(self) -> int:
+        return len(self._cells)
 
     def update(self, sample: NormalizedTask) -> None:
         """Add one z-value; a sample older than the current window is counted as late and dropped."""
+        bucket = sample.ts_us - sample.ts_us % self.bucket_us
+        added = {(bucket, sample.node_id): (Moments(1, sample.z, 0.0), EMPTY)}
+        self._put(("task", sample.job_id, sample.task_id), added)
+
+    def merge(self, summary: NodeSummary) -> None:
+        """Add a partition's summary; it replaces an earlier one of the same partition and boundary."""
+        if self.bucket_us % summary.bucket_width_us:
+            raise ValueError(f"summary buckets of {summary.bucket_width_us} us do not fit windows of "
+                             f"{self.window_size_us} us stepping {self.step_us} us")
+        parts: dict[tuple[int, str], tuple[Moments, Moments]] = {}
+        for moments, side in ((summary.added, 0), (summary.removed, 1)):
+            for m in moments:
+                cell = (m.bucket_us - m.bucket_us % self.bucket_us, m.node_id)
+                pair = list(parts.get(cell, (EMPTY, EMPTY)))
+                pair[side] = pair[side].merge(Moments(m.n, m.mean, m.m2))
+                parts[cell] = (pair[0], pair[1])
+        self._put(("summary", summary.partition, summary.boundary_us), parts)
+
+    def _put(self, key: _Key, parts: dict[tuple[int, str], tuple[Moments, Moments]]) -> None:
+        for bucket, node in self._where.pop(key, ()):
+            cell = self._cells.get(bucket, {}).get(node)
+            if cell is not None and cell.pop(key, None) is not None:
+                self._touch(bucket, node)
         window = self.window
-        if window is not None and sample.ts_us < window[0]:
-            self.late_samples += 1
-            return
-        key = (sample.job_id, sample.task_id)
-        previous = self._node_of.get(key)
-        if previous is not None:
-            del self._samples[previous][key]
-            self._dirty.add(previous)
-        self._samples.setdefault(sample.node_id, {})[key] = (sample.ts_us, sample.z)
-        self._node_of[key] = sample.node_id
-        heapq.heappush(self._expiry, (sample.ts_us, *key))
-        if window is None or sample.ts_us >= window[1]:
-            heapq.heappush(self._pending, (sample.ts_us, *key))
-        else:
-            self._dirty.add(sample.node_id)
+        where = []
+        for (bucket, node), (added, removed) in sorted(parts.items()):
+            if window is not None and bucket < window[0]:
+                self.late_samples += max(0, added.n - removed.n)
+                continue
+            self._cells.setdefault(bucket, {}).setdefault(node, {})[key] = (added, removed)
+            self._touch(bucket, node)
+            where.append((bucket, node))
+        if where:
+            self._where[key] = where
+
+    def _touch(self, bucket: int, node: str) -> None:
+        self._cell_totals.pop((bucket, node), None)
+        if self._end is None or bucket < self._end:
+            self._dirty.add(node)
 
     def advance(self, now_us: int) -> tuple[int, int]:
         """Move to the window ending at the last step boundary at or before ``now_us``; never back."""
         end = now_us - now_us % self.step_us
-        if self._end is not None and end < self._end:
-            end = self._end
+        previous = self._end
+        if previous is not None and end < previous:
+            end = previous
         self._end = end
         start = end - self.window_size_us
-        while self._expiry and self._expiry[0][0] < start:
-            ts, job, task = heapq.heappop(self._expiry)
-            node = self._current_node(ts, (job, task))
-            if node is not None:
-                del self._samples[node][(job, task)]
-                del self._node_of[(job, task)]
-                self._dirty.add(node)
-                if not self._samples[node]:
-                    del self._samples[node]
-        if self._pending and self._pending[0][0] < end:
-            self._admit(end)
+        for bucket in [b for b in self._cells if b < start or ((previous is None or b >= previous) and b < end)]:
+            nodes = self._cells[bucket]
+            self._dirty.update(nodes)
+            if bucket < start:  # expired
+                for node, cell in self._cells.pop(bucket).items():
+                    self._cell_totals.pop((bucket, node), None)
+                    for key in cell:
+                        self._forget(key, bucket, node)
         return start, end
 
-    def _admit(self, end: int) -> None:
-        # One linear pass rather than a pop per sample: before the first window, or after a restore,
-        # every stored sample may be pending at once.
-        waiting = []
-        for ts, job, task in self._pending:
-            if ts >= end:
-                waiting.append((ts, job, task))
-            elif (node := self._node_of.get((job, task))) is not None:
-                self._dirty.add(node)
-        heapq.heapify(waiting)
-        self._pending = waiting
+    def _forget(self, key: _Key, bucket: int, node: str) -> None:
+        where = self._where.get(key)
+        if where is not None:
+            where.remove((bucket, node))
+            if not where:
+                del self._where[key]
+
+    def _cell_total(self, bucket: int, node: str) -> Moments:
+        total = self._cell_totals.get((bucket, node))
+        if total is None:
+            cell = self._cells[bucket][node]
+            keys = sorted(cell, key=repr) if len(cell) > 1 else list(cell)
+            added = merge_all(cell[k][0] for k in keys)
+            total = self._cell_totals[(bucket, node)] = added.without(merge_all(cell[k][1] for k in keys))
+        return total
 
     def stats(self) -> dict[str, NodeStats]:
         """Statistics of every node with at least one sample in the current window."""
@@ -172,14 +209,16 @@ class NodeWindows:
         if window is None:
             return {}
         start, end = window
-        for node in self._dirty:
-            old = self._cache.pop(node, None)
-            self._total -= 0 if old is None else old.n
-            values = [z for ts, z in self._samples.get(node, {}).values() if start <= ts < end]
-            if values:
-                self._cache[node] = summarize(node, values, self.confidence)
-                self._total += len(values)
-        self._dirty.clear()
+        if self._dirty:
+            inside = sorted(b for b in self._cells if start <= b < end)
+            for node in self._dirty:
+                old = self._cache.pop(node, None)
+                self._total -= 0 if old is None else old.n
+                total = merge_all(self._cell_total(b, node) for b in inside if node in self._cells[b])
+                if total.n > 0:
+                    self._cache[node] = from_moments(node, total, self.confidence)
+                    self._total += total.n
+            self._dirty.clear()
         return dict(self._cache)
 
     @property
@@ -188,15 +227,16 @@ class NodeWindows:
         return self._total / len(self._cache) if self._cache else 0.0
 
     def snapshot(self) -> dict[str, Any]:
-        """Plain JSON-able state (every stored sample and the window end)."""
+        """Plain JSON-able state (every stored contribution and the window end)."""
         return {
             "version": SNAPSHOT_VERSION,
             "end_us": self._end,
             "late_samples": self.late_samples,
-            "samples": [
-                [job, task, node, ts, z]
-                for node, samples in self._samples.items()
-                for (job, task), (ts, z) in samples.items()
+            "cells": [
+                [bucket, node, list(key), [a.n, a.mean, a.m2], [r.n, r.mean, r.m2]]
+                for bucket, nodes in self._cells.items()
+                for node, cell in nodes.items()
+                for key, (a, r) in cell.items()
             ],
         }
 
@@ -207,20 +247,30 @@ class NodeWindows:
         self._reset()
         self._end = None if state["end_us"] is None else int(state["end_us"])
         self.late_samples = int(state["late_samples"])
-        for job, task, node, ts, z in state["samples"]:
-            key = (str(job), str(task))
-            self._samples.setdefault(node, {})[key] = (int(ts), float(z))
-            self._node_of[key] = node
-            self._expiry.append((int(ts), *key))
-            if self._end is None or ts >= self._end:
-                self._pending.append((int(ts), *key))
-        heapq.heapify(self._expiry)
-        heapq.heapify(self._pending)
-        self._dirty = set(self._samples)
+        for bucket, node, key, added, removed in state["cells"]:
+            k: _Key = tuple(key)
+            self._cells.setdefault(int(bucket), {}).setdefault(str(node), {})[k] = (
+                Moments(int(added[0]), float(added[1]), float(added[2])),
+                Moments(int(removed[0]), float(removed[1]), float(removed[2])))
+            self._where.setdefault(k, []).append((int(bucket), str(node)))
+        self._dirty = {node for nodes in self._cells.values() for node in nodes}
 
-    def _current_node(self, ts: int, key: _Key) -> str | None:
-        """The node still holding ``key`` at time ``ts``, or None when the heap entry is stale."""
-        node = self._node_of.get(key)
-        if node is None or self._samples[node].get(key, (None, 0.0))[0] != ts:
-            return None
-        return node
+
+def from_moments(node_id: str, moments: Moments, confidence: float = 0.95) -> NodeStats:
+    """A node's window statistics from the moments of its z-values (population std, Student-t interval).
+
+    >>> s = from_moments("n1", Moments.of([0.0, 1.0, 2.0]))
+    >>> s == summarize("n1", [0.0, 1.0, 2.0])
+    True
+    """
+    n, mean, std = moments.n, moments.mean, moments.std
+    if n < 2:
+        return NodeStats(node_id, n, mean, std, None, None)
+    half = t_quantile(n, confidence) * std / math.sqrt(n)
+    return NodeStats(node_id, n, mean, std, mean - half, mean + half)
+
+
+def moments_rows(values: dict[tuple[str, int], list[float]]) -> tuple[NodeMoments, ...]:
+    """``NodeMoments`` of the values per (node, bucket), in node then bucket order."""
+    return tuple(NodeMoments(node, bucket, (m := Moments.of(v)).n, m.mean, m.m2)
+                 for (node, bucket), v in sorted(values.items()) if v)

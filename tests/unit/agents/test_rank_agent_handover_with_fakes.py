@@ -14,7 +14,7 @@ from typing import Any
 from producers.registry import open_trace
 from streams.agents import rank
 from streams.config import ranking_config
-from streams.core.events import BlacklistSnapshot, NormalizedTask, Progress
+from streams.core.events import BlacklistSnapshot, NodeSummary, NormalizedTask, Progress
 from streams.core.stages import NormalizeStage
 from streams.serde import codec
 from streams.settings import Settings
@@ -24,11 +24,12 @@ CONFIG = ranking_config(SETTINGS)
 
 
 def _feed() -> list[bytes]:
-    stage = NormalizeStage(0, 1, CONFIG.period_us, 3_600_000_000, wait_for_job_events=True)
+    stage = NormalizeStage(0, 1, CONFIG.period_us, 3_600_000_000, wait_for_job_events=True,
+                           window_us=CONFIG.window_size_us)
     records: list[Any] = []
     for event in open_trace("synthetic:nodes=30,slow=3,jobs=300,slowdown=1.4,seed=2"):
-        samples, progress = stage.process(event)
-        records += samples + ([progress] if progress else [])
+        _, summaries, progress = stage.process(event)
+        records += summaries + ([progress] if progress else [])
     return [codec.encode(r) for r in records]
 
 
@@ -88,7 +89,7 @@ class FakeWorker:
             ranking_feed=None, settings=SETTINGS, partitions=1, ranking_config=CONFIG, cluster_id="default",
             node_scores=SimpleNamespace(send=lambda **kw: asyncio.sleep(0)), dead_letters=None,
             blacklist_deltas=FakeTopic(cluster, "deltas"), blacklist_snapshot=FakeTopic(cluster, "snapshot"),
-            rank_checkpoints=cluster.table, ranking_feed_types=(NormalizedTask, Progress),
+            rank_checkpoints=cluster.table, ranking_feed_types=(NodeSummary, NormalizedTask, Progress),
             published_snapshot=lambda: max(cluster.snapshots, key=lambda s: s.version, default=None))
         rank.register(app, wiring)
         self.agent = agents["rank_nodes"]
