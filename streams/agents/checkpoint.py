@@ -85,6 +85,23 @@ def unacked_events(stream: RawStream) -> AsyncIterator[RawEvent]:
     return cast(AsyncIterator[RawEvent], events)
 
 
+def unacked_batches(stream: RawStream, max_events: int, within_s: float) -> AsyncIterator[list[RawEvent]]:
+    """An agent's events in batches (up to ``max_events``, or whatever came within ``within_s``), each
+    acknowledged only by the agent (Faust's ``noack_take``): one pass of the core per batch, not per event.
+
+    Casts, narrowly: ``StreamT`` lacks ``noack_take``, which yields the buffered events.
+    """
+    batches = cast(faust.Stream[bytes], stream).noack_take(max_events, within_s)
+    return cast(AsyncIterator[list[RawEvent]], batches)
+
+
+def as_current(stream: RawStream, event: RawEvent) -> None:
+    """Make ``event`` Faust's current event: a table write goes to the changelog partition of its source
+    partition. Per-event iteration sets it; a batch does not, so a checkpoint of a partition sets it to one of
+    that partition's events first."""
+    cast(faust.Stream[bytes], stream)._set_current_event(event)
+
+
 def on_revoke(app: faust.App, handler: Callable[[set[TP]], Awaitable[None]]) -> None:
     """Call ``handler(revoked partitions)`` whenever partitions leave this worker.
 
@@ -128,6 +145,8 @@ class Checkpointer:
 
     async def save(self, stream: RawStream, state: Stateful) -> None:
         """Write the checkpoint, then ack every held event (in this order: see the module docstring)."""
+        if self._held:
+            as_current(stream, self._held[-1])
         self.table[self.key] = pack(state.snapshot(), self.offsets)
         held, self._held = self._held, []
         for event in held:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import faust
 from faust.types import AgentT
 
-from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
+from streams.agents.checkpoint import PartitionStates, RawStream, unacked_batches
 from streams.agents.common import send
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
@@ -17,6 +17,8 @@ from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
 
 CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional
+BATCH_MAX = 2000
+BATCH_WITHIN_S = 0.05
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
@@ -31,15 +33,19 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: RawStream) -> None:
-        async for event in unacked_events(stream):
-            # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
-            admitted = await states.admit(stream, event, None, wiring.task_events_types)
-            if admitted is None:
-                continue
-            prediction = admitted.slot.state.step(admitted.record)
-            if prediction is not None:
-                await send(wiring.straggler_predictions, prediction.job_id, prediction)
-            if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
-                await admitted.slot.save(stream)
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S):
+            full = {}
+            for event in batch:
+                # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
+                admitted = await states.admit(stream, event, None, wiring.task_events_types)
+                if admitted is None:
+                    continue
+                prediction = admitted.slot.state.step(admitted.record)
+                if prediction is not None:
+                    await send(wiring.straggler_predictions, prediction.job_id, prediction)
+                if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
+                    full[admitted.slot.partition] = admitted.slot
+            for slot in full.values():
+                await slot.save(stream)
 
     return predict_stragglers

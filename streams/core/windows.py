@@ -12,7 +12,7 @@ What the windows store is moments (``streams.core.moments``) per node and per *b
 exact. Each contribution has a key and replaces an earlier one of the same key: a single sample is keyed by
 (job_id, task_id), so a redelivered sample does not count twice; a ``NodeSummary`` from a normalising partition
 by (partition, boundary), so a redelivered summary replaces itself, and the provisional values it withdraws
-leave with it. Within a bucket, contributions merge in key order, and buckets in time order: the statistics do
+leave with it. A node's statistics combine its contributions with exactly rounded sums (``combine``): they do
 not depend on the order in which contributions arrived.
 """
 
@@ -24,13 +24,14 @@ from functools import lru_cache
 from typing import Any
 
 from streams.core.events import NodeMoments, NodeSummary, NormalizedTask
-from streams.core.moments import EMPTY, Moments, bucket_width, merge_all
+from streams.core.moments import EMPTY, Moments, bucket_width
 
 # 2: moments per node and bucket instead of single samples (issue 18).
 SNAPSHOT_VERSION = 2
 
 _Key = tuple[str | int, ...]  # ("task", job, task) or ("summary", partition, boundary)
-_Cell = dict[_Key, tuple[Moments, Moments]]  # key -> (added, withdrawn) in one bucket of one node
+_Signed = tuple[int, float, float]  # (n, mean, M2) of added values; n and M2 negative for withdrawn ones
+_Cell = dict[_Key, list[_Signed]]  # key -> its groups of values in one bucket of one node
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +106,9 @@ class NodeWindows:
 
     def _reset(self) -> None:
         self._total = 0  # sum of n over the cached nodes
-        self._cells: dict[int, dict[str, _Cell]] = {}  # bucket start -> node -> contributions
-        self._cell_totals: dict[tuple[int, str], Moments] = {}
-        self._where: dict[_Key, list[tuple[int, str]]] = {}  # key -> the cells it contributes to
+        self._cells: dict[str, dict[int, _Cell]] = {}  # node -> bucket start -> contributions
+        self._buckets: dict[int, set[str]] = {}  # bucket start -> nodes with contributions in it
+        self._where: dict[_Key, set[tuple[int, str]]] = {}  # key -> the cells it contributes to
         self._dirty: set[str] = set()
         self._cache: dict[str, NodeStats] = {}
         self._end: int | None = None
@@ -121,51 +122,45 @@ class NodeWindows:
     @property
     def stored_samples(self) -> int:
         """Contributions stored (single samples, or one per node and bucket of a summary)."""
-        return sum(len(cell) for nodes in self._cells.values() for cell in nodes.values())
-
-    @property
-    def buckets(self) -> int:
-        return len(self._cells)
+        return sum(len(cell) for buckets in self._cells.values() for cell in buckets.values())
 
     def update(self, sample: NormalizedTask) -> None:
         """Add one z-value; a sample older than the current window is counted as late and dropped."""
         bucket = sample.ts_us - sample.ts_us % self.bucket_us
-        added = {(bucket, sample.node_id): (Moments(1, sample.z, 0.0), EMPTY)}
-        self._put(("task", sample.job_id, sample.task_id), added)
+        self._put(("task", sample.job_id, sample.task_id), {(bucket, sample.node_id): [(1, sample.z, 0.0)]})
 
     def merge(self, summary: NodeSummary) -> None:
         """Add a partition's summary; it replaces an earlier one of the same partition and boundary."""
         if self.bucket_us % summary.bucket_width_us:
             raise ValueError(f"summary buckets of {summary.bucket_width_us} us do not fit windows of "
                              f"{self.window_size_us} us stepping {self.step_us} us")
-        parts: dict[tuple[int, str], tuple[Moments, Moments]] = {}
-        for moments, side in ((summary.added, 0), (summary.removed, 1)):
-            for m in moments:
-                cell = (m.bucket_us - m.bucket_us % self.bucket_us, m.node_id)
-                pair = list(parts.get(cell, (EMPTY, EMPTY)))
-                pair[side] = pair[side].merge(Moments(m.n, m.mean, m.m2))
-                parts[cell] = (pair[0], pair[1])
+        parts: dict[tuple[int, str], list[_Signed]] = {}
+        width = self.bucket_us
+        for m in summary.added:
+            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((m.n, m.mean, m.m2))
+        for m in summary.removed:  # withdrawn: the same moments with a negative count
+            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((-m.n, m.mean, -m.m2))
         self._put(("summary", summary.partition, summary.boundary_us), parts)
 
-    def _put(self, key: _Key, parts: dict[tuple[int, str], tuple[Moments, Moments]]) -> None:
+    def _put(self, key: _Key, parts: dict[tuple[int, str], list[_Signed]]) -> None:
         for bucket, node in self._where.pop(key, ()):
-            cell = self._cells.get(bucket, {}).get(node)
+            cell = self._cells.get(node, {}).get(bucket)
             if cell is not None and cell.pop(key, None) is not None:
                 self._touch(bucket, node)
         window = self.window
-        where = []
-        for (bucket, node), (added, removed) in sorted(parts.items()):
+        where = set()
+        for (bucket, node), signed in parts.items():
             if window is not None and bucket < window[0]:
-                self.late_samples += max(0, added.n - removed.n)
+                self.late_samples += max(0, sum(n for n, _, _ in signed))  # net values never counted
                 continue
-            self._cells.setdefault(bucket, {}).setdefault(node, {})[key] = (added, removed)
+            self._cells.setdefault(node, {}).setdefault(bucket, {})[key] = signed
+            self._buckets.setdefault(bucket, set()).add(node)
             self._touch(bucket, node)
-            where.append((bucket, node))
+            where.add((bucket, node))
         if where:
             self._where[key] = where
 
     def _touch(self, bucket: int, node: str) -> None:
-        self._cell_totals.pop((bucket, node), None)
         if self._end is None or bucket < self._end:
             self._dirty.add(node)
 
@@ -177,31 +172,23 @@ class NodeWindows:
             end = previous
         self._end = end
         start = end - self.window_size_us
-        for bucket in [b for b in self._cells if b < start or ((previous is None or b >= previous) and b < end)]:
-            nodes = self._cells[bucket]
-            self._dirty.update(nodes)
+        for bucket in [b for b in self._buckets if b < start or ((previous is None or b >= previous) and b < end)]:
+            self._dirty.update(self._buckets[bucket])
             if bucket < start:  # expired
-                for node, cell in self._cells.pop(bucket).items():
-                    self._cell_totals.pop((bucket, node), None)
-                    for key in cell:
+                for node in self._buckets.pop(bucket):
+                    buckets = self._cells[node]
+                    for key in buckets.pop(bucket):
                         self._forget(key, bucket, node)
+                    if not buckets:
+                        del self._cells[node]
         return start, end
 
     def _forget(self, key: _Key, bucket: int, node: str) -> None:
         where = self._where.get(key)
         if where is not None:
-            where.remove((bucket, node))
+            where.discard((bucket, node))
             if not where:
                 del self._where[key]
-
-    def _cell_total(self, bucket: int, node: str) -> Moments:
-        total = self._cell_totals.get((bucket, node))
-        if total is None:
-            cell = self._cells[bucket][node]
-            keys = sorted(cell, key=repr) if len(cell) > 1 else list(cell)
-            added = merge_all(cell[k][0] for k in keys)
-            total = self._cell_totals[(bucket, node)] = added.without(merge_all(cell[k][1] for k in keys))
-        return total
 
     def stats(self) -> dict[str, NodeStats]:
         """Statistics of every node with at least one sample in the current window."""
@@ -209,16 +196,16 @@ class NodeWindows:
         if window is None:
             return {}
         start, end = window
-        if self._dirty:
-            inside = sorted(b for b in self._cells if start <= b < end)
-            for node in self._dirty:
-                old = self._cache.pop(node, None)
-                self._total -= 0 if old is None else old.n
-                total = merge_all(self._cell_total(b, node) for b in inside if node in self._cells[b])
-                if total.n > 0:
-                    self._cache[node] = from_moments(node, total, self.confidence)
-                    self._total += total.n
-            self._dirty.clear()
+        for node in self._dirty:
+            old = self._cache.pop(node, None)
+            self._total -= 0 if old is None else old.n
+            signed = [t for bucket, cell in self._cells.get(node, {}).items() if start <= bucket < end
+                      for ts in cell.values() for t in ts]
+            total = combine(signed)
+            if total.n > 0:
+                self._cache[node] = from_moments(node, total, self.confidence)
+                self._total += total.n
+        self._dirty.clear()
         return dict(self._cache)
 
     @property
@@ -232,12 +219,10 @@ class NodeWindows:
             "version": SNAPSHOT_VERSION,
             "end_us": self._end,
             "late_samples": self.late_samples,
-            "cells": [
-                [bucket, node, list(key), [a.n, a.mean, a.m2], [r.n, r.mean, r.m2]]
-                for bucket, nodes in self._cells.items()
-                for node, cell in nodes.items()
-                for key, (a, r) in cell.items()
-            ],
+            "cells": [[bucket, node, list(key), [list(t) for t in signed]]
+                      for node, buckets in self._cells.items()
+                      for bucket, cell in buckets.items()
+                      for key, signed in cell.items()],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -247,13 +232,31 @@ class NodeWindows:
         self._reset()
         self._end = None if state["end_us"] is None else int(state["end_us"])
         self.late_samples = int(state["late_samples"])
-        for bucket, node, key, added, removed in state["cells"]:
+        for bucket, node, key, signed in state["cells"]:
             k: _Key = tuple(key)
-            self._cells.setdefault(int(bucket), {}).setdefault(str(node), {})[k] = (
-                Moments(int(added[0]), float(added[1]), float(added[2])),
-                Moments(int(removed[0]), float(removed[1]), float(removed[2])))
-            self._where.setdefault(k, []).append((int(bucket), str(node)))
-        self._dirty = {node for nodes in self._cells.values() for node in nodes}
+            self._cells.setdefault(str(node), {}).setdefault(int(bucket), {})[k] = [
+                (int(n), float(mean), float(m2)) for n, mean, m2 in signed]
+            self._buckets.setdefault(int(bucket), set()).add(str(node))
+            self._where.setdefault(k, set()).add((int(bucket), str(node)))
+        self._dirty = set(self._cells)
+
+
+def combine(signed: list[_Signed]) -> Moments:
+    """The moments of groups of values given as (n, mean, M2) each, a negative n (and M2) for withdrawn ones.
+
+    ``M2 = sum(M2_g + n_g (mean_g - mean)^2)`` holds for any split into groups, withdrawn ones included; with
+    exactly rounded sums (``math.fsum``) the result does not depend on the order of the groups, so nothing
+    about how summaries arrived can change a bit of it.
+
+    >>> combine([(2, 1.5, 0.5), (1, 4.0, 0.0), (-1, 4.0, -0.0)])
+    Moments(n=2, mean=1.5, m2=0.5)
+    """
+    n = sum(t[0] for t in signed)
+    if n <= 0:
+        return EMPTY
+    mean = math.fsum(c * m for c, m, _ in signed) / n
+    m2 = math.fsum(q + c * (m - mean) ** 2 for c, m, q in signed)
+    return Moments(n, mean, max(m2, 0.0))
 
 
 def from_moments(node_id: str, moments: Moments, confidence: float = 0.95) -> NodeStats:

@@ -30,7 +30,8 @@ from streams.core.events import Event, JobFinish, JobStart, NormalizedTask, Task
 
 # 2: provisional values by rescoring at boundaries (issue 18) replaced the per-success running moments.
 SNAPSHOT_VERSION = 2
-MIN_SUCCESSES = 2  # fewer successes, or a std of 0, give no z-values (SPEC 3), final or provisional
+MIN_SUCCESSES = 2  # fewer successes, or a std of 0, give no z-values (SPEC 3)
+PROVISIONAL_MIN_SUCCESSES = 2  # a running job is scored provisionally from this many successes on
 
 
 @dataclass(slots=True)
@@ -200,7 +201,8 @@ class JobNormalizer:
             job = self._jobs[job_id]
             job.changed = False
             self._withdrawn.extend((emitted_us, p) for p in job.sent)
-            scored = _scored(job_id, job, emitted_us, provisional=True)
+            scored = _scored(job_id, job, emitted_us, provisional=True) if len(
+                job.successes) >= PROVISIONAL_MIN_SUCCESSES else []
             job.sent = [s for s in scored if horizon_us is None or s.ts_us >= horizon_us]
             out.extend(job.sent)
         return out

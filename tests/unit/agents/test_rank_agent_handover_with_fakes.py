@@ -71,6 +71,19 @@ class FakeStream:
                                       value=FEED[offset], timestamp=0)
             yield SimpleNamespace(message=message)
 
+    async def noack_take(self, max_: int, within: float) -> Any:
+        batch: list[Any] = []
+        async for event in self.events():
+            batch.append(event)
+            if len(batch) == min(max_, 7):  # small batches: a handover falls between and inside them
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    def _set_current_event(self, event: Any) -> None:
+        pass
+
     async def ack(self, event: Any) -> None:
         self.acked.add(event.message.offset)
 
