@@ -82,9 +82,9 @@ def ranking_cost(nodes: int, partitions: int = 1, periods: int = 3, tasks_per_no
             grown = rss_mb() - before
     listed = len(ranker.blacklist.node_ids)
     return {"nodes": nodes, "partitions": partitions, "buckets_in_window": fill,
-            "tasks_per_node_period": tasks_per_node, "seconds_per_period": min(seconds), "merge_seconds_per_period": min(summary_seconds),
-            "mb_per_1000_nodes": 1000 * grown / nodes, "window_mb": grown, "listed": listed, "slow": slow,
-            "deltas": deltas}  # fmt: skip
+            "tasks_per_node_period": tasks_per_node, "seconds_per_period": min(seconds),
+            "merge_seconds_per_period": min(summary_seconds), "mb_per_1000_nodes": 1000 * grown / nodes,
+            "window_mb": grown, "listed": listed, "slow": slow, "deltas": deltas}
 
 
 if __name__ == "__main__":
