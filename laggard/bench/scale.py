@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -85,6 +86,19 @@ def ranking_cost(nodes: int, partitions: int = 1, periods: int = 3, tasks_per_no
             "tasks_per_node_period": tasks_per_node, "seconds_per_period": min(seconds),
             "merge_seconds_per_period": min(summary_seconds), "mb_per_1000_nodes": 1000 * grown / nodes,
             "window_mb": grown, "listed": listed, "slow": slow, "deltas": deltas}
+
+
+def scale_stage(sizes: tuple[int, ...], partitions: int = 4) -> dict[str, Any]:
+    """``ranking_cost`` of each size, each in a process of its own (its memory is then its own)."""
+    from laggard.bench.common import say
+
+    results = {}
+    for nodes in sizes:
+        say(f"scale: ranking {nodes:,} synthetic nodes from {partitions} partitions' summaries")
+        done = subprocess.run([sys.executable, "-m", "laggard.bench.scale", str(nodes), str(partitions)],
+                              capture_output=True, check=True)  # fmt: skip
+        results[str(nodes)] = orjson.loads(done.stdout)
+    return {"definition": " ".join((__doc__ or "").split("\n\n")[1].split()), "by_nodes": results}
 
 
 if __name__ == "__main__":

@@ -29,16 +29,16 @@ on arrival order. The core never decides idleness itself: it has no clock.
 >>> for i, d in enumerate([10, 11, 12, 30]):
 ...     _ = normalize.process(TaskFinish("j", f"t{i}", 0, f"n{i}", 100 + d, d, Status.SUCCEEDED))
 >>> out = normalize.process(JobFinish("j", 130))  # waits: more task events of time 130 may still come
->>> out.samples, [(s.boundary_us, len(s.added)) for s in out.summaries], out.progress  # provisional values of 3
-([], [(120, 3)], Progress(partition=0, partitions=1, ts_us=130))
+>>> out.samples, [(s.boundary_us, len(s.added)) for s in out.summaries], out.progress  # j quiet for a period:
+([], [(130, 3)], Progress(partition=0, partitions=1, ts_us=130))
 >>> _ = normalize.process(JobStart("k", 150))  # the job stream passed 130, the task stream not yet
 >>> samples, summaries, progress = normalize.process(TaskStart("k", "t0", 0, "n0", 150))  # now both have
 >>> [s.emitted_us for s in samples], [(s.boundary_us, len(s.added), len(s.removed)) for s in summaries]
 ([130, 130, 130, 130], [(140, 4, 3)])
 >>> for summary in out.summaries + summaries:
 ...     rank.add(summary)
->>> [(r.boundary_us, len(r.ranking.nodes)) for r in rank.progress(progress)]  # the final values from 140 on
-[(120, 3), (130, 3), (140, 4), (150, 4)]
+>>> [(r.boundary_us, len(r.ranking.nodes)) for r in rank.progress(progress)]  # provisional at 130, then final
+[(130, 3), (140, 4), (150, 4)]
 """
 
 from __future__ import annotations
@@ -116,7 +116,11 @@ class NormalizeStage:
         self.wait_for_job_events = wait_for_job_events
         self.window_us = window_us
         self.bucket_us = bucket_width(window_us, period_us) if window_us else period_us
-        self._normalizer = JobNormalizer(job_idle_timeout_us, provisional=provisional)
+        # Provisional values for the jobs that need them: those gone quiet for a period without ending (sources
+        # without job ends) and those running for half a window (long and never-ending jobs). A job that ends
+        # within a period or two, as most do where job ends are published, is ranked by its final values only.
+        self._normalizer = JobNormalizer(job_idle_timeout_us, provisional=provisional, quiet_us=period_us,
+                                         age_us=(window_us or period_us) // 2)
         self._pending: list[tuple[int, int, int, Event]] = []  # heap of (ts, kind order, arrival, event)
         self._arrivals = 0
         self._task_watermark = -1

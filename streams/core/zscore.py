@@ -46,6 +46,7 @@ class _Success:
 @dataclass(slots=True)
 class _Job:
     last_ts_us: int
+    first_ts_us: int
     declared_tasks: int | None = None
     successes: dict[str, _Success] = field(default_factory=dict)
     changed: bool = False  # successes changed since the last provisional values
@@ -65,11 +66,14 @@ class JobNormalizer:
     [-1.2247, 0.0, 1.2247]
     """
 
-    def __init__(self, job_idle_timeout_us: int = 3_600_000_000, provisional: bool = False) -> None:
+    def __init__(self, job_idle_timeout_us: int = 3_600_000_000, provisional: bool = False,
+                 quiet_us: int = 0, age_us: int = 0) -> None:
         if job_idle_timeout_us <= 0:
             raise ValueError(f"job_idle_timeout_us must be positive, got {job_idle_timeout_us}")
         self.job_idle_timeout_us = job_idle_timeout_us
         self.provisional = provisional
+        self.quiet_us = quiet_us  # a job is scored provisionally once it had no event for this long ...
+        self.age_us = age_us  # ... or once it has run this long
         self._jobs: dict[str, _Job] = {}
         self._finished: dict[str, int] = {}  # job id -> event time it became final
         self._finished_order: list[tuple[int, str]] = []  # heap over _finished, to forget in time order
@@ -135,7 +139,7 @@ class JobNormalizer:
             "late_events": self.late_events,
             "finished": sorted(self._finished.items()),
             "jobs": [
-                [job_id, job.last_ts_us, job.declared_tasks, job.changed,
+                [job_id, job.first_ts_us, job.last_ts_us, job.declared_tasks, job.changed,
                  [[s.task_id, s.attempt, s.node_id, s.ts_us, s.duration_us] for s in job.successes.values()],
                  [[p.task_id, p.attempt, p.node_id, p.ts_us, p.duration_us, p.z, p.emitted_us] for p in job.sent]]
                 for job_id, job in self._jobs.items()
@@ -153,8 +157,8 @@ class JobNormalizer:
         self._finished_order = [(ts, job) for job, ts in self._finished.items()]
         heapq.heapify(self._finished_order)
         self._jobs = {}
-        for job_id, last_ts, declared, changed, successes, sent in state["jobs"]:
-            job = _Job(int(last_ts), declared, changed=bool(changed))
+        for job_id, first_ts, last_ts, declared, changed, successes, sent in state["jobs"]:
+            job = _Job(int(last_ts), int(first_ts), declared, changed=bool(changed))
             for task_id, attempt, node_id, ts_us, duration_us in successes:
                 job.successes[task_id] = _Success(
                     task_id, int(attempt), node_id, int(ts_us), int(duration_us)
@@ -170,7 +174,7 @@ class JobNormalizer:
     def _apply(self, event: Event) -> list[NormalizedTask]:
         job = self._jobs.get(event.job_id)
         if job is None:
-            job = self._jobs[event.job_id] = _Job(event.ts_us)
+            job = self._jobs[event.job_id] = _Job(event.ts_us, event.ts_us)
             heapq.heappush(self._idle, (event.ts_us, event.job_id))
         elif event.ts_us > job.last_ts_us:
             job.last_ts_us = event.ts_us
@@ -192,12 +196,15 @@ class JobNormalizer:
 
     def rescore(self, emitted_us: int, horizon_us: int | None = None) -> list[NormalizedTask]:
         """Provisional values, as of ``emitted_us``, of every open job whose successes changed since the last
-        call (only those of tasks that finished at or after ``horizon_us``: older ones are out of every window
-        anyway); the values they replace are withdrawn. Nothing when ``provisional`` is off."""
+        call and that has been quiet for ``quiet_us`` or running for ``age_us`` (only the values of tasks that
+        finished at or after ``horizon_us``: older ones are out of every window anyway); the values they
+        replace are withdrawn. Nothing when ``provisional`` is off."""
         if not self.provisional:
             return []
         out: list[NormalizedTask] = []
-        for job_id in sorted(j for j, job in self._jobs.items() if job.changed):
+        due = [j for j, job in self._jobs.items() if job.changed and (
+            emitted_us - job.last_ts_us >= self.quiet_us or emitted_us - job.first_ts_us >= self.age_us)]
+        for job_id in sorted(due):
             job = self._jobs[job_id]
             job.changed = False
             self._withdrawn.extend((emitted_us, p) for p in job.sent)
