@@ -10,7 +10,7 @@ KAFKA_POM := broker/pom.xml
 TEST_DATA_DIR := .laggard/test-broker
 TRACES ?= ../shared/traces
 
-.PHONY: venv demo test unit integration lint typecheck kafka-jars kafka-up kafka-down bench lock clean
+.PHONY: venv demo test unit integration operations lint manifests typecheck kafka-jars kafka-up kafka-down bench lock clean
 
 venv: $(STAMP)
 
@@ -38,9 +38,16 @@ kafka-up: venv kafka-jars
 kafka-down: venv
 	$(LAGGARD) kafka stop
 
-lint: venv
+lint: venv manifests
 	$(VENV)/bin/ruff check --no-cache laggard streams producers adapters tests
 	$(VENV)/bin/mypy streams
+
+# The deployment files against the real schemas, offline: kubernetes-validate ships the Kubernetes API schemas,
+# check-jsonschema ships the compose-spec schema (kustomization.yaml has no published schema; a unit test checks
+# that the files it names exist).
+manifests: venv
+	$(VENV)/bin/kubernetes-validate --strict --quiet $(filter-out k8s/kustomization.yaml,$(wildcard k8s/*.yaml))
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml
 
 unit: venv
 	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q tests/unit streams producers adapters
@@ -53,9 +60,15 @@ integration: venv kafka-jars
 	$(LAGGARD) kafka start --port $$port --controller-port $$cport --data-dir $(TEST_DATA_DIR); \
 	trap '$(LAGGARD) kafka stop --port '"$$port"' --data-dir $(TEST_DATA_DIR)' EXIT; \
 	LAGGARD_BOOTSTRAP_SERVERS=127.0.0.1:$$port LAGGARD_TRACES_DIR=$(TRACES) LAGGARD_REQUIRE_BROKER=1 \
-	    $(VENV)/bin/pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers --import-mode=importlib" tests/integration
+	    $(VENV)/bin/pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers --import-mode=importlib" \
+	    --ignore=tests/integration/operations tests/integration
 
-test: lint unit integration
+# The heavy operational tier (README "Operating laggard"): each test starts and restarts brokers of its own.
+operations: venv kafka-jars
+	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q -p no:cacheprovider \
+	    -o addopts="-ra --strict-markers --import-mode=importlib" tests/integration/operations
+
+test: lint unit integration operations
 
 bench: venv kafka-jars
 	LAGGARD_TRACES_DIR=$(TRACES) $(LAGGARD) bench

@@ -11,6 +11,7 @@ times that) and the version does not advance; with ``once`` the run stops there 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,19 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from kafka import TopicPartition
+from kafka.errors import KafkaError
 
 from adapters import statefile
 from adapters.base import Applier, ApplyError, prefix
 from adapters.follower import Change, Follower, Gap, Refusal, Skip, Step
-from streams import kafka_clients
+from streams import kafka_clients, metrics
 from streams.core.events import BlacklistDelta, BlacklistSnapshot
 from streams.errors import TopicMissing
+from streams.health import Health, ReadProgress
 from streams.serde import codec
 from streams.serde.topics import BLACKLIST_DELTAS
 from streams.settings import Settings
 
 log = logging.getLogger("laggard.adapters")
-
+HEALTH_CHECK_EVERY_S = 5.0
 
 
 class _Stop(Exception):
@@ -69,6 +72,7 @@ class BlacklistConsumer:
         retry_wait_s: float = 5.0,
         stop: Callable[[], bool] = lambda: False,
         sleep: Callable[[float], None] = time.sleep,
+        health: Health | None = None,
     ) -> None:
         self.settings = settings
         self.follower = follower
@@ -82,6 +86,9 @@ class BlacklistConsumer:
         self.sleep = sleep
         self.once = False
         self.outcome = Outcome()
+        self.health = health
+        self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
+        self._checked_at = -math.inf
 
     def run(self, once: bool = False) -> Outcome:
         """Resynchronise, then follow the deltas (until the end offsets seen at start, with ``once``)."""
@@ -130,12 +137,39 @@ class BlacklistConsumer:
                 for records in batch.values():
                     for record in records:
                         self._on_delta_record(record)
+                self._check_health(consumer, partitions)
                 if self.once and all(consumer.position(tp) >= end[tp] for tp in partitions):
                     return
         finally:
             consumer.close()
 
+    def _check_health(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        """Beat, and every few seconds judge the lag on the delta partitions (streams.health)."""
+        if self.health is None:
+            return
+        self.health.beat()
+        now = time.monotonic()
+        if now - self._checked_at < HEALTH_CHECK_EVERY_S:
+            return
+        self._checked_at = now
+        try:
+            ends = {(tp.topic, tp.partition): end for tp, end in consumer.end_offsets(partitions).items()}
+        except (KafkaError, OSError) as exc:
+            self.progress.unreachable(now)
+            self.health.set(None, f"the broker does not answer: {exc}")
+            return
+        held = [(tp.topic, tp.partition) for tp in partitions]
+        verdict = self.progress.judge(held, ends, {}, now, time.time())
+        for (topic, partition), lag in verdict.lag.items():
+            metrics.CONSUMER_LAG.labels(topic, str(partition)).set(lag)
+        if not any(verdict.lag.values()):
+            metrics.LAST_PROGRESS.set(time.time())
+        self.health.set(verdict.live, verdict.ready)
+
     def _on_delta_record(self, record: Any) -> None:
+        metrics.EVENTS_IN.labels(record.topic, f"adapter-{self.applier.name}").inc()
+        self.progress.read((record.topic, record.partition), record.offset, record.timestamp / 1000,
+                           time.monotonic())
         delta = self._decode(record, BlacklistDelta)
         if delta is not None:
             step = self._process(lambda: self.follower.on_delta(delta))
@@ -177,6 +211,7 @@ class BlacklistConsumer:
                 self._act(step)
                 return step
             except ApplyError as exc:
+                metrics.ADAPTER_ERRORS.labels(self.applier.name).inc()
                 version = self.follower.state.version
                 log.error("change not applied (%s); the adapter stays at %s", exc,
                           "no version yet" if version is None else f"version {version}")
@@ -193,6 +228,8 @@ class BlacklistConsumer:
             self.follower.commit(step)
             self._log_actions(step)
             self.outcome.applied += 1
+            metrics.DELTA_APPLIED.labels(self.applier.name).set(step.version)
+            metrics.NODES_LISTED.labels(f"adapter-{self.applier.name}").set(len(step.after))
             if not self.dry_run:
                 statefile.save(
                     self.state_path,
@@ -201,6 +238,7 @@ class BlacklistConsumer:
                 )
         elif isinstance(step, Refusal):
             self.outcome.refused += 1
+            metrics.ADAPTER_REFUSALS.labels(self.applier.name).inc()
             log.error(
                 "REFUSED blacklist version %d as a whole: %s; nothing applied, state stays at %s",
                 step.version,

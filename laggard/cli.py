@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("laggard.commands.demo", "demo", "Run a synthetic cluster in-process and write a report."),
     "run": ("laggard.commands.run", "run", "Run the pipeline in-process on a trace (no broker)."),
     "rank": ("laggard.commands.rank", "rank", "Rank nodes of a task file by P-Cores and show the blacklist."),
+    "classify": ("laggard.commands.classify", "classify", "Classify nodes per period and predict weak ones (ML-NA)."),
     "eval": ("laggard.commands.eval", "eval_", "Evaluate straggler prediction methods on a trace."),
     "simulate": ("laggard.commands.simulate", "simulate_", "Measure the job time saved by relaunching flagged tasks."),
     "replay": ("laggard.commands.replay", "replay", "Replay a trace as task events to Kafka or stdout."),
@@ -29,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "kafka": ("laggard.commands.kafka", "kafka", "Run a local Kafka broker (development, tests, CI)."),
     "bench": ("laggard.commands.bench", "bench", "Measure speed and cost beside their floors."),
     "advise": ("laggard.commands.advise", "advise", "Advise schedulers which nodes to avoid for a task (trees)."),
+    "scenarios": ("laggard.commands.scenarios", "scenarios", "Score the blacklist on fault scenarios."),
 }
 
 

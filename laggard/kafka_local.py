@@ -149,10 +149,24 @@ def port_open(port: int) -> bool:
         return False
 
 
+def _still_open(port: int, grace_s: float = 15.0) -> bool:
+    """Whether something keeps accepting on ``port`` for ``grace_s``: a broker killed a moment ago (SIGKILL)
+    shows as exited while the kernel is still closing its listening sockets."""
+    deadline = time.monotonic() + grace_s
+    while port_open(port):
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.3)
+    return False
+
+
 def _port_bindable(port: int) -> bool:
-    """Whether the broker could listen on ``port``: a plain bind, as Kafka's acceptor does. A port that only
-    lingers in TIME_WAIT after a recent connection refuses it too, though nothing answers on it."""
+    """Whether the broker could listen on ``port``: a bind with SO_REUSEADDR, as the JVM's server sockets do
+    (``sun.nio.ch.Net.serverSocket``). Connections of a broker that just stopped linger in TIME_WAIT on its port
+    for a minute; they do not keep a JVM from listening there again, so they must not keep us from starting it:
+    a broker restarts in place, at once, as a real one does."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
             return True
@@ -199,12 +213,11 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     if pid is not None:
         return pid, False
     for port in (broker.port, broker.controller_port):
-        if port_open(port):
+        if _still_open(port):
             raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
         if not _port_bindable(port):
             raise KafkaLocalError(
-                f"port {port} cannot be bound (held by a recent connection in TIME_WAIT, or by another process); "
-                "choose other ports or retry in a minute"
+                f"port {port} cannot be bound (held by another process); choose other ports"
             )
     lib = fetch_jars()
     home = broker.home

@@ -38,6 +38,9 @@ FORMATS: dict[str, str] = {
     "synthetic": "key=value,... generated cluster with known slow nodes; keys nodes, slow, jobs, tasks (N or LO-HI), "
     "seed, slowdown, onset (s), shape, scale (s), contention (cpu|memory), interarrival (s), checkpoints, fail, load, "
     "hetero (slowest tier's stretch, 1 = equal nodes), tiers",
+    "scenario": "NAME[,seed=N,nodes=N,hours=H,rate=R] a fault scenario of `laggard scenarios --list` (open loop)",
+    "drifting": "key=value,... generated cluster over many days whose weak nodes drift (ML-NA); keys nodes, days, "
+    "day (s), load, tasks, seed, persistent, episodic, intermittent, slowdown (LO-HI), episode (days), burst (h)",
 }
 
 # format -> (module, function); the function takes (path, ReadStats) and returns an event iterator.
@@ -49,6 +52,8 @@ _READERS: dict[str, tuple[str, str]] = {
     "alibaba2017-tasks": ("producers.readers.alibaba", "read_alibaba2017_tasks"),
     "csv": ("producers.readers.csv_tasks", "read_csv_tasks"),
     "synthetic": ("producers.synthetic", ""),
+    "scenario": ("producers.scenarios", ""),
+    "drifting": ("producers.drifting", ""),
 }
 
 
@@ -69,6 +74,17 @@ def open_trace(spec: str) -> Trace:
 
         cluster = SyntheticCluster(parse_config(rest))
         return Trace(spec, name, lambda stats: iter(cluster), ground_truth=cluster.ground_truth)
+    if name == "scenario":
+        from producers.scenarios import open_scenario
+
+        sim = open_scenario(rest)
+        return Trace(spec, name, lambda stats: iter(sim), ground_truth=sim.ground_truth)
+    if name == "drifting":
+        from producers.drifting import DriftingCluster
+        from producers.drifting import parse_config as parse_drifting
+
+        drifting = DriftingCluster(parse_drifting(rest))
+        return Trace(spec, name, lambda stats: iter(drifting), ground_truth=drifting.ground_truth)
     if not sep or not rest.strip():
         raise ValueError(f"trace {spec!r} names no path: expected {name}:PATH")
     reader = _load_reader(name)

@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
+from producers.keyvalues import parse_key_values
 from producers.readers.common import RANK, US_PER_S
 from producers.synthetic_load import NodeLoad
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish, TaskStart
@@ -111,19 +112,7 @@ KEYS = tuple(f.name for f in fields(SyntheticConfig))
 
 def parse_config(text: str) -> SyntheticConfig:
     """``"nodes=40,slow=3,tasks=20-60"`` -> SyntheticConfig; ValueError names the bad key or value."""
-    values: dict[str, Any] = {}
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        key, sep, raw = item.partition("=")
-        key, raw = key.strip(), raw.strip()
-        if not sep or key not in KEYS:
-            raise ValueError(f"synthetic: unknown key {key!r} (known: {', '.join(KEYS)})")
-        try:
-            values[key] = _convert(key, raw)
-        except ValueError:
-            raise ValueError(f"synthetic: bad value for {key}: {raw!r}") from None
-    return SyntheticConfig(**values)
+    return SyntheticConfig(**parse_key_values(text, "synthetic", KEYS, _convert))
 
 
 def _convert(key: str, raw: str) -> Any:
@@ -133,10 +122,7 @@ def _convert(key: str, raw: str) -> Any:
     if key == "contention":
         return raw.lower()
     default = getattr(SyntheticConfig, key)
-    value = type(default)(raw)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(raw)
-    return value
+    return type(default)(raw)
 
 
 class SyntheticCluster:

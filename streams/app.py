@@ -17,6 +17,7 @@ decoded by ``streams.serde``, so a bad record becomes a dead letter instead of a
 from __future__ import annotations
 
 import logging
+import math
 import ssl
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from faust.types.auth import CredentialsT
 
 from streams import kafka_clients
 from streams.config import ranking_config
+from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
 from streams.settings import Settings
 from streams.wiring import CheckpointTable, Wiring
@@ -74,8 +76,10 @@ def _raw_table(app: faust.App, name: str, partitions: int) -> CheckpointTable:
                      extra_topic_configs={"max.message.bytes": str(CHECKPOINT_MAX_BYTES)})
 
 
-def make_app(settings: Settings, partitions: int) -> faust.App:
-    """The Faust application of laggard; ``partitions`` is the partition count of ``task-events``."""
+def make_app(settings: Settings, partitions: int, health: Health | None = None) -> faust.App:
+    """The Faust application of laggard; ``partitions`` is the partition count of ``task-events``. With
+    ``health``, a check every few seconds keeps it current (streams.agents.monitor): what ``/livez`` and
+    ``/readyz`` answer."""
     app = faust.App(
         settings.app_id,
         broker=[f"kafka://{address}" for address in settings.bootstrap_servers.split(",")],
@@ -104,7 +108,12 @@ def make_app(settings: Settings, partitions: int) -> faust.App:
         broker_session_timeout=15.0,
     )
     wiring = wire(app, settings, partitions)
-    from streams.agents import normalise, predict, rank
+    from streams.agents import monitor, normalise, predict, rank
+
+    if health is not None:
+        wiring.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
+        topics = (registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.RANKING_FEED.name)
+        monitor.register(app, settings, health, wiring.progress, topics)
 
     normalise.register(app, wiring)
     rank.register(app, wiring)
@@ -123,6 +132,7 @@ def wire(app: faust.App, settings: Settings, partitions: int) -> Wiring:
         node_samples=_raw_topic(app, registry.NODE_SAMPLES, partitions),
         ranking_feed=_raw_topic(app, registry.RANKING_FEED, partitions),
         node_scores=_raw_topic(app, registry.NODE_SCORES, partitions),
+        node_classes=_raw_topic(app, registry.NODE_CLASSES, partitions),
         blacklist_deltas=_raw_topic(app, registry.BLACKLIST_DELTAS, partitions),
         blacklist_snapshot=_raw_topic(app, registry.BLACKLIST_SNAPSHOT, partitions),
         dead_letters=_raw_topic(app, registry.DEAD_LETTERS, partitions),

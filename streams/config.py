@@ -40,6 +40,10 @@ def ranking_config(settings: Settings) -> RankingConfig:
         deny_list=frozenset(settings.deny_list),
         seed=settings.seed,
         cluster_id=settings.cluster_id,
+        mlna_sub_period_us=round(settings.mlna_sub_period_s * SECOND_US),
+        mlna_sub_periods=settings.mlna_period,
+        mlna_classifier=settings.mlna_classifier,
+        mlna_threshold=settings.mlna_threshold,
     )
 
 

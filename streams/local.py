@@ -17,6 +17,7 @@ from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
     Event,
+    NodeClass,
     NormalizedTask,
     validate,
 )
@@ -66,6 +67,7 @@ class LocalPipeline:
         self.on_ranking = on_ranking
         self.on_samples = on_samples  # the final z-values, as node-samples carries them
         self.last_ranking: RankResult | None = None
+        self.node_classes: dict[str, NodeClass] = {}  # ML-NA: the latest class of each node, as node-classes keeps
 
     @property
     def rank_stage(self) -> RankStage:
@@ -124,6 +126,7 @@ class LocalPipeline:
         for publication in publications:
             self.counts.rankings += 1
             self.last_ranking = publication.result
+            self.node_classes.update((c.node_id, c) for c in publication.node_classes)
             if self.on_ranking is not None:
                 self.on_ranking(publication.result)
             if publication.delta is not None:

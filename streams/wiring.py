@@ -14,6 +14,7 @@ from faust.types import TableT, TopicT
 from streams.config import job_idle_timeout_us
 from streams.core.events import BlacklistSnapshot, Event, NormalizedTask, Progress
 from streams.core.ranking_config import RankingConfig
+from streams.health import ReadProgress
 from streams.serde import topics as registry
 from streams.settings import Settings
 
@@ -34,6 +35,7 @@ class Wiring:
     node_samples: TopicT
     ranking_feed: TopicT
     node_scores: TopicT
+    node_classes: TopicT
     blacklist_deltas: TopicT
     blacklist_snapshot: TopicT
     dead_letters: TopicT
@@ -44,6 +46,7 @@ class Wiring:
     published_snapshot: Callable[[], BlacklistSnapshot | None]
     task_events_types: tuple[type[Event], ...] = TASK_EVENTS_TYPES
     ranking_feed_types: tuple[type[NormalizedTask | Progress], ...] = RANKING_FEED_TYPES
+    progress: ReadProgress | None = None  # what the agents read, for the health check
 
     @property
     def cluster_id(self) -> str:

@@ -76,6 +76,9 @@ def common_options(func: F) -> F:
             help="Seconds before a failed change is tried again (doubling, up to 10x).",
         ),
         click.option("--json", "as_json", is_flag=True, help="With --once: print the outcome as JSON."),
+        click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+                     help="Serve /metrics, /livez and /readyz on this port (0: none) [default: setting "
+                          "LAGGARD_METRICS_PORT, 0]"),
     ]
     for option in reversed(options):
         func = option(func)
@@ -247,6 +250,7 @@ def _run(
     once: bool,
     retry_wait: float,
     as_json: bool,
+    metrics_port: int | None,
 ) -> None:
     from adapters import statefile
     from adapters.consumer import BlacklistConsumer, TopicMissing
@@ -256,7 +260,7 @@ def _run(
     _setup_logging()
     if as_json and not once:
         raise click.UsageError("--json needs --once")
-    settings = settings_with(bootstrap, cluster_id=cluster_id, max_fraction=max_fraction)
+    settings = settings_with(bootstrap, cluster_id=cluster_id, max_fraction=max_fraction, metrics_port=metrics_port)
     cluster = settings.cluster_id
     applier = make_applier(cluster, dry_run)
     known = _known_nodes(known_nodes)
@@ -275,6 +279,7 @@ def _run(
         dry_run=dry_run,
         retry_wait_s=retry_wait,
         stop=lambda: bool(stopping),
+        health=_serve_health(settings),
     )
     try:
         outcome = consumer.run(once=once)
@@ -287,6 +292,13 @@ def _run(
             "interrupted: state kept at %s", _version_words(follower.state.version)
         )
         return
+    _report(outcome, kind=kind, cluster=cluster, dry_run=dry_run, as_json=as_json)
+    if once and not outcome.in_sync:
+        sys.exit(NOT_IN_SYNC)
+
+
+def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bool) -> None:
+    """One summary line on stderr; with --json, the outcome as one JSON document on stdout."""
     summary = (
         f"cluster {cluster}: "
         + ("no blacklist published yet" if outcome.version is None else f"version {outcome.version}")
@@ -295,19 +307,9 @@ def _run(
     )
     click.echo(summary + ("" if outcome.in_sync else " (NOT in sync)"), err=True)
     if as_json:
-        click.echo(
-            orjson.dumps(
-                {
-                    **asdict(outcome),
-                    "in_sync": outcome.in_sync,
-                    "cluster_id": cluster,
-                    "adapter": kind,
-                    "dry_run": dry_run,
-                }
-            ).decode()
-        )
-    if once and not outcome.in_sync:
-        sys.exit(NOT_IN_SYNC)
+        document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
+                    "dry_run": dry_run}  # fmt: skip
+        click.echo(orjson.dumps(document).decode())
 
 
 def _known_nodes(value: str | None) -> int | frozenset[str] | None:
@@ -339,6 +341,21 @@ def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
     return client.CoreV1Api()
 
 
+def _serve_health(settings: Any) -> Any:
+    """The adapter's Health, served on the metrics port when one is set (None otherwise)."""
+    from streams.health import Health, serve
+
+    if not settings.metrics_port:
+        return None
+    health = Health(settings.stall_timeout_s or float("inf"))
+    try:
+        serve(settings.metrics_port, health, settings.metrics_host)
+    except OSError as exc:
+        raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                        f"{exc.strerror}") from None
+    return health
+
+
 def _setup_logging() -> None:
     logger = logging.getLogger("laggard.adapters")
     for old in list(logger.handlers):  # a second run in one process (tests) logs to the current stderr
@@ -356,3 +373,14 @@ def _setup_logging() -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    # kafka-python's own warnings (a broker that went away) reach stderr in bursts of a few lines
+    from streams.health import BurstFilter
+
+    root = logging.getLogger()
+    if not any(getattr(h, "name", None) == "laggard-clients" for h in root.handlers):
+        clients = logging.StreamHandler(sys.stderr)
+        clients.set_name("laggard-clients")
+        clients.setLevel(logging.WARNING)
+        clients.addFilter(BurstFilter())
+        clients.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(clients)

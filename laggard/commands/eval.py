@@ -31,12 +31,14 @@ from laggard.commands.prediction_options import (
     require_checkpoints,
 )
 from laggard.errors import UserError
-from streams.core.evaluation.report import ONLINE, PROTOCOL, score_row, summarise
+from streams.core.evaluation.report import COLUMNS, ONLINE, PROTOCOL, score_row, summarise
 from streams.core.evaluation.runner import MethodScore, evaluate_method, job_truths
 from streams.core.events import Event
 from streams.core.prediction.base import PredictionContext
 
-DEFAULT_METHODS = ("nurd", "nurd-nc", "supervised", "nurd-batch", "spark", "hadoop", "hst", "elapsed-tau")
+DEFAULT_METHODS = (
+    "nurd", "nurd-nc", "supervised", "supervised-node", "hazard", "nurd-batch", "spark", "hadoop", "hst", "elapsed-tau"
+)  # fmt: skip
 
 
 def evaluate_jobs(
@@ -53,8 +55,8 @@ def evaluate_jobs(
         with err.status(f"{name} on {len(truths)} job(s) ({events:,} events)"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
             scores[name] = evaluate_method(name, jobs, truths, context, online, time.perf_counter_ns)
-        f1 = ", ".join(f"{job_id} {s.oracle.f1:.2f}" for job_id, s in scores[name].items())
-        err.print(f"{name}: F1 {f1} ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
+        f1 = ", ".join(f"{job_id} {s.oracle.f1_in_time or 0.0:.2f}" for job_id, s in scores[name].items())
+        err.print(f"{name}: F1 in time {f1} ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
     return [score_row(scores[name][job_id]) for job_id in truths for name in names]
 
 
@@ -62,60 +64,70 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+COLUMN_HELP = (
+    "Columns: 'F1 in time' (the primary score) counts a straggler's flag only when a copy relaunched at the "
+    "flag, taking the job's median duration, would finish before the original; 'F1 <25%', '<50%', '<75%' "
+    "count it only when raised before that share of the task's duration; 'F1 ever (paper)' is the Nurd "
+    "paper's F1, any flag before the task finished (secondary: it rewards flags a second before the end); "
+    "'precision' = flagged tasks that were stragglers; 'flag at' = mean elapsed/duration when a straggler is "
+    "first flagged; 'late' = flags only on the checkpoint that coincides with the finish; 'in time' = "
+    "stragglers flagged in time; 'online' = F1 in time with the online threshold (tau-based methods only). "
+    "False positives count the same in every F1."
+)
+
+
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("method", *columns):
+        table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
+    return table
+
+
+SCORES = ("f1_in_time", "f1_at_25", "f1_at_50", "f1_at_75", "f1")
+SCORE_HEADS = ("F1 in time", "F1 <25%", "F1 <50%", "F1 <75%", "F1 ever (paper)")
+
+
 def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, dict[str, Any]]) -> None:
     out.print(f"Protocol: {PROTOCOL}.", markup=False)
-    out.print(f"'F1 online': {ONLINE}; '-' for methods that do not use tau.", markup=False)
+    out.print(f"'online': {ONLINE}; '-' for methods that do not use tau.", markup=False)
     for job_id in dict.fromkeys(r["job_id"] for r in rows):
         mine = [r for r in rows if r["job_id"] == job_id]
         first = mine[0]
         title = (
-            f"job {job_id}: {first['n_tasks']} tasks, {first['n_stragglers']} stragglers, tau {first['tau_s']:.0f} s"
+            f"job {job_id}: {first['n_tasks']} tasks, {first['n_stragglers']} stragglers, tau {first['tau_s']:.0f} s, "
+            f"median {first['relaunch_s']:.0f} s"
         )
-        table = Table(title=title, title_justify="left")
-        columns = (
-            "TPR", "FPR", "FNR", "F1", "precision", "flag at", "late", "in time", "F1 in time", "F1 online", "µs/ckpt"
-        )  # fmt: skip
-        for column in ("method", *columns):
-            table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
+        table = _table(title, (*SCORE_HEADS, "precision", "TPR", "FPR", "flag at", "late", "in time", "online",
+                               "µs/ckpt"))  # fmt: skip
         for r in mine:
             online = r["online"]
             table.add_row(
-                r["method"], _fmt(r["tpr"]), _fmt(r["fpr"]), _fmt(r["fnr"]), _fmt(r["f1"]), _fmt(r["precision"]),
-                _fmt(r["mean_flag_time"]), str(r["late_flags"]), f"{r['in_time']}/{r['n_stragglers']}",
-                _fmt(r["f1_in_time"]), _fmt(online["f1"] if online else None),
+                r["method"], *(_fmt(r[key]) for key in SCORES), _fmt(r["precision"]), _fmt(r["tpr"]),
+                _fmt(r["fpr"]), _fmt(r["mean_flag_time"]), str(r["late_flags"]),
+                f"{r['in_time']}/{r['n_stragglers']}", _fmt(online["f1_in_time"] if online else None),
                 f"{r['us_per_checkpoint']:.0f}",
             )  # fmt: skip
         out.print(table)
-    table = Table(title="mean over jobs", title_justify="left")
-    for column in ("method", "F1", "precision", "TPR", "FPR", "F1 in time", "F1 online", "µs/ckpt"):
-        table.add_column(column, justify="left" if column == "method" else "right", no_wrap=True)
+    table = _table("mean over jobs", (*SCORE_HEADS, "precision", "TPR", "FPR", "online", "µs/ckpt"))
     for name, s in summary.items():
         online = s["online"]
         table.add_row(
-            name, _fmt(s["mean_f1"]), _fmt(s["mean_precision"]), _fmt(s["mean_tpr"]), _fmt(s["mean_fpr"]),
-            _fmt(s["mean_f1_in_time"]),
-            _fmt(online["f1"] if online else None), f"{s['us_per_checkpoint']:.0f}",
+            name, *(_fmt(s[f"mean_{key}"]) for key in SCORES), _fmt(s["mean_precision"]), _fmt(s["mean_tpr"]),
+            _fmt(s["mean_fpr"]), _fmt(online["f1_in_time"] if online else None), f"{s['us_per_checkpoint']:.0f}",
         )  # fmt: skip
     out.print(table)
-    out.print(
-        "'flag at' = mean elapsed/duration when a true straggler is first flagged; 'late' = flags raised only on "
-        "the checkpoint that coincides with the finish (not counted as predictions); 'in time' = stragglers flagged "
-        "early enough that a copy relaunched at the flag, taking the job's median latency, would finish first; "
-        "'F1 in time' counts the others as missed; 'precision' = flagged tasks that were stragglers (Hawkeye's "
-        "straggler-identification precision).",
-        markup=False,
-    )
+    out.print(COLUMN_HELP, markup=False)
 
 
 def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title: str | None = None) -> None:
-    """Grouped bars: F1 per job (groups) and method (bars), oracle tau."""
+    """Grouped bars: F1 in time per job (groups) and method (bars), oracle tau."""
     from laggard.report.plots import plot_grouped_bars
 
     jobs = list(dict.fromkeys(r["job_id"] for r in rows))
-    f1 = {(r["job_id"], r["method"]): r["f1"] for r in rows}
+    f1 = {(r["job_id"], r["method"]): r["f1_in_time"] for r in rows}
     series = {m: [f1.get((job, m), 0.0) for job in jobs] for m in methods if any(r["method"] == m for r in rows)}
     try:
-        plot_grouped_bars(jobs, series, "F1 (oracle p90 threshold)", Path(path), ylim=(0, 1), title=title)
+        plot_grouped_bars(jobs, series, "F1 in time (oracle p90 threshold)", Path(path), ylim=(0, 1), title=title)
     except OSError as exc:
         raise UserError(f"cannot write plot {path}: {exc.strerror or exc}") from None
 
@@ -125,21 +137,29 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
     epilog=formats_epilog(),
     help="Evaluate straggler prediction methods on a trace, job by job.\n\n"
     "Uses the oracle p90 threshold protocol of the Nurd paper and reports an online threshold beside it. "
+    + COLUMN_HELP
+    + "\n\nWith --heldout, every candidate configuration of every family (supervised and supervised-node: h's "
+    "window 20/50/200 with and without the target scaler; nurd: g's learning rate 0.01/0.05 and epsilon "
+    "0.05/0.3; hazard with and without node features: p 0.3/0.5/0.7; the fixed rules spark-q0.75-m1.5, "
+    "spark-q0.9-m3, hadoop, hawkeye; elapsed-tau as a yardstick) runs over the traces, and each family's "
+    "configuration is chosen on all jobs but one and scored on that one (or all traces but one, when "
+    "--trace is given several times): the leave-one-out table.\n\n"
     "Example: laggard eval --trace google2011-usage:../shared/traces/google2011-nurd-timeseries/"
     "timeseriesspecsixtotal --methods nurd,supervised,spark",
 )
 @click.option(
     "--trace",
-    "spec",
+    "specs",
     required=True,
+    multiple=True,
     metavar="FORMAT:PATH",
-    help="e.g. google2011-usage:DIR (DIR: one job or one sub-directory per job)",
+    help="e.g. google2011-usage:DIR (DIR: one job or one sub-directory per job); several only with --heldout",
 )
 @click.option(
     "--methods",
-    default=",".join(DEFAULT_METHODS),
-    show_default=True,
-    help=f"comma list of: {method_choices()}",
+    default=None,
+    help=f"comma list of: {method_choices()} [default: {','.join(DEFAULT_METHODS)}; with --heldout, the "
+    "families to compare, default all]",
 )
 @click.option(
     "--alpha",
@@ -154,16 +174,30 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
     help="share of a job's tasks that must finish before predicting [default: setting, 0.04]",
 )
 @click.option(
-    "--online/--no-online", default=True, show_default=True, help="also run tau-based methods with the online threshold"
-)
+    "--online/--no-online", default=True, show_default=True,
+    help="also run tau-based methods with the online threshold; with --heldout: choose and score on the online "
+    "threshold only (--no-online: the oracle p90)",
+)  # fmt: skip
+@click.option("--heldout", is_flag=True, help="the leave-one-out table of configurations chosen on held-out jobs")
+@click.option("--repeats", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="with --heldout: seeded relaunch draws per job for the JCT change")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout instead of tables")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of F1 per job and method")
-def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float | None, online: bool,
-          as_json: bool, plot: str | None) -> None:  # fmt: skip
-    names = parse_methods(methods)
-    check_plot_dir(plot)
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of F1 in time per job, method")
+def eval_(specs: tuple[str, ...], methods: str | None, alpha: float | None, initial_fraction: float | None,
+          online: bool, heldout: bool, repeats: int, as_json: bool, plot: str | None) -> None:  # fmt: skip
     context = prediction_context(alpha, initial_fraction)
     err = Console(stderr=True)
+    if heldout:
+        from laggard.commands.heldout import emit, run_heldout
+
+        given = None if methods is None else [n.strip() for n in methods.split(",") if n.strip()]
+        emit(run_heldout(specs, given, context, online, repeats, err), as_json)
+        return
+    if len(specs) > 1:
+        raise UserError("give one --trace (several traces are compared only with --heldout)")
+    spec = specs[0]
+    names = parse_methods(methods or ",".join(DEFAULT_METHODS))
+    check_plot_dir(plot)
     jobs, trace = load_jobs(spec, err)
     if not jobs:
         raise UserError(f"no job found in {spec}")
@@ -172,13 +206,13 @@ def eval_(spec: str, methods: str, alpha: float | None, initial_fraction: float 
     summary = summarise(rows, names)
     alpha_used = context.params["nurd_alpha"]
     if plot:
-        plot_f1(rows, names, plot, f"F1 per job and method, alpha {alpha_used:g}: {spec}")
+        plot_f1(rows, names, plot, f"F1 in time per job and method, alpha {alpha_used:g}: {spec}")
         err.print(f"wrote {plot}")
     if as_json:
-        document = {"trace": spec, "protocol": PROTOCOL, "online_threshold": ONLINE, "alpha": alpha_used,
-                    "epsilon": context.params["nurd_epsilon"], "initial_fraction": context.initial_fraction,
-                    "bad_rows": trace.bad_rows, "jobs": rows, "summary": summary}  # fmt: skip
+        document = {"trace": spec, "protocol": PROTOCOL, "columns": COLUMNS, "online_threshold": ONLINE,
+                    "alpha": alpha_used, "epsilon": context.params["nurd_epsilon"],
+                    "initial_fraction": context.initial_fraction, "bad_rows": trace.bad_rows, "jobs": rows,
+                    "summary": summary}  # fmt: skip
         click.echo(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
         print_tables(stdout_console(), rows, summary)
-

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import click
@@ -24,8 +29,14 @@ from streams.serde.topics import TASK_EVENTS
               show_default=True)
 @click.option("--web-port", type=click.IntRange(0, 65535), default=None,
               help="Faust's web port on 127.0.0.1 (0 disables it) [default: setting, 6066]")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="Serve /metrics, /livez and /readyz on this port (0: none) [default: setting "
+                   "LAGGARD_METRICS_PORT, 0]")
+@click.option("--restart-on-stall", is_flag=True,
+              help="Run the worker as a child and start it again whenever it ends itself for want of progress "
+                   "(LAGGARD_STALL_TIMEOUT_S); without it, a supervisor (Kubernetes, compose, systemd) restarts it.")
 def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None, settings_file: Path | None,
-           loglevel: str, web_port: int | None) -> None:
+           loglevel: str, web_port: int | None, metrics_port: int | None, restart_on_stall: bool) -> None:
     """Run the stream worker: normalise finished tasks, rank nodes each period of event time, and publish
     node scores, blacklist deltas and snapshots. Stop it with SIGTERM or Ctrl-C.
 
@@ -33,7 +44,9 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     partitions of task-events; the ranking runs on one of them.
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
-                             cluster_id=cluster_id, web_port=web_port)
+                             cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port)
+    if restart_on_stall:
+        raise SystemExit(supervise([arg for arg in sys.argv[1:] if arg != "--restart-on-stall"]))
     from streams.config import ranking_config
 
     try:
@@ -51,6 +64,53 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     import faust
 
     from streams.app import make_app
+    from streams.health import Health, quiet_client_bursts, serve
 
-    app = make_app(settings, actual)
-    faust.Worker(app, loglevel=loglevel.upper()).execute_from_commandline()
+    health = Health(settings.stall_timeout_s or float("inf"))
+    if settings.metrics_port:
+        try:
+            serve(settings.metrics_port, health, settings.metrics_host)
+        except OSError as exc:
+            raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                            f"{exc.strerror}") from None
+    app = make_app(settings, actual, health)
+
+    class Worker(faust.Worker):  # type: ignore[misc]  # Faust's classes are untyped
+        def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+            super().on_setup_root_logger(logger, level)
+            # a broker that is away is a few lines, not thousands of client connection errors
+            quiet_client_bursts(logger.handlers)
+
+    Worker(app, loglevel=loglevel.upper()).execute_from_commandline()
+
+
+def supervise(args: list[str]) -> int:
+    """Run ``laggard <args>`` as a child until it ends for another reason than a stall; forward SIGTERM and
+    SIGINT to it. Returns its exit code."""
+    from streams.agents.monitor import STALLED_EXIT
+
+    child: list[subprocess.Popen[bytes]] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        if child and child[-1].poll() is None:
+            child[-1].send_signal(signum)
+
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    while True:
+        child.append(subprocess.Popen([sys.executable, "-m", "laggard", *args], preexec_fn=_die_with_parent))
+        code = child[-1].wait()
+        if code != STALLED_EXIT or stopping:
+            return code
+        click.echo(f"laggard worker: the worker ended itself for want of progress (exit {code}); starting it "
+                   "again", err=True)
+        time.sleep(1.0)
+
+
+def _die_with_parent() -> None:
+    """In the child: the kernel sends SIGKILL when the supervisor dies, so a killed supervisor leaves nothing."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG

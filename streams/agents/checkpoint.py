@@ -22,6 +22,7 @@ warning, never a crash.
 from __future__ import annotations
 
 import logging
+import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -33,7 +34,9 @@ from faust.types import EventT, StreamT, TopicT
 from faust.types.tuples import TP
 from mode.types.signals import SignalHandlerT
 
+from streams import metrics
 from streams.agents.common import decode_or_dead_letter
+from streams.health import ReadProgress
 
 log = logging.getLogger(__name__)
 ENVELOPE_FORMAT = 1
@@ -75,24 +78,51 @@ def unpack(data: bytes | None) -> tuple[dict[str, Any] | None, dict[str, int]]:
     return envelope["state"], {str(k): int(v) for k, v in envelope["offsets"].items()}
 
 
-def unacked_events(stream: RawStream) -> AsyncIterator[RawEvent]:
-    """An agent's events, each acknowledged only by the agent (Faust's ``noack``).
+def unacked_events(stream: RawStream, reader: str = "", progress: ReadProgress | None = None
+                   ) -> AsyncIterator[RawEvent]:
+    """An agent's events, each acknowledged only by the agent (Faust's ``noack``), each counted in
+    ``laggard_events_in_total`` under ``reader`` and noted in ``progress`` (the health check's).
 
     Casts, narrowly: an agent is handed a ``faust.Stream`` (``StreamT`` lacks ``noack``), and Faust declares
     ``events`` as a coroutine although it is an async generator.
     """
-    events = cast(faust.Stream[bytes], stream).noack().events()
-    return cast(AsyncIterator[RawEvent], events)
+    events = cast(AsyncIterator[RawEvent], cast(faust.Stream[bytes], stream).noack().events())
+    return _observed(events, reader, progress)
 
 
-def unacked_batches(stream: RawStream, max_events: int, within_s: float) -> AsyncIterator[list[RawEvent]]:
+async def _observed(events: AsyncIterator[RawEvent], reader: str, progress: ReadProgress | None
+                    ) -> AsyncIterator[RawEvent]:
+    async for event in events:
+        _observe(event, reader, progress)
+        yield event
+
+
+def _observe(event: RawEvent, reader: str, progress: ReadProgress | None) -> None:
+    message = event.message
+    metrics.EVENTS_IN.labels(message.topic, reader).inc()
+    if progress is not None:
+        progress.read((message.topic, message.partition), message.offset, message.timestamp or time.time(),
+                      time.monotonic())
+
+
+def unacked_batches(stream: RawStream, max_events: int, within_s: float, reader: str = "",
+                    progress: ReadProgress | None = None) -> AsyncIterator[list[RawEvent]]:
     """An agent's events in batches (up to ``max_events``, or whatever came within ``within_s``), each
     acknowledged only by the agent (Faust's ``noack_take``): one pass of the core per batch, not per event.
+    Each event is counted and noted as in ``unacked_events``.
 
     Casts, narrowly: ``StreamT`` lacks ``noack_take``, which yields the buffered events.
     """
-    batches = cast(faust.Stream[bytes], stream).noack_take(max_events, within_s)
-    return cast(AsyncIterator[list[RawEvent]], batches)
+    batches = cast(AsyncIterator[list[RawEvent]], cast(faust.Stream[bytes], stream).noack_take(max_events, within_s))
+    return _observed_batches(batches, reader, progress)
+
+
+async def _observed_batches(batches: AsyncIterator[list[RawEvent]], reader: str, progress: ReadProgress | None
+                            ) -> AsyncIterator[list[RawEvent]]:
+    async for batch in batches:
+        for event in batch:
+            _observe(event, reader, progress)
+        yield batch
 
 
 def as_current(stream: RawStream, event: RawEvent) -> None:

@@ -7,6 +7,7 @@ from typing import TypeVar, cast
 
 from faust.types import EventT, TopicT
 
+from streams import metrics
 from streams.core.events import DeadLetter, Event, validate
 from streams.serde import codec
 
@@ -41,6 +42,7 @@ async def decode_or_dead_letter(event: EventT[bytes], dead_letters: TopicT | Non
     letter = DeadLetter(message.topic, message.partition, message.offset, message.key, message.value or b"",
                         reason or "invalid", int((message.timestamp or 0) * 1_000_000))
     log.warning("dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason)
+    metrics.DEAD_LETTERS.labels(message.topic, metrics.reason_kind(letter.reason)).inc()
     await send_raw(dead_letters, message.key, codec.encode(letter))
     return None
 
@@ -52,3 +54,4 @@ async def send(topic: TopicT, key: str, record: object) -> None:
 
 async def send_raw(topic: TopicT, key: bytes | None, value: bytes) -> None:
     await topic.send(key=key, value=value)
+    metrics.EVENTS_OUT.labels(topic.get_topic_name()).inc()

@@ -66,7 +66,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: RawStream) -> None:
-        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S):
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "normalise_tasks", wiring.progress):
             async with lock:
                 by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event]]] = {}
                 for event in batch:

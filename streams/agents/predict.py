@@ -9,7 +9,8 @@ from __future__ import annotations
 import faust
 from faust.types import AgentT
 
-from streams.agents.checkpoint import PartitionStates, RawStream, unacked_batches
+from streams import metrics
+from streams.agents.checkpoint import PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
@@ -33,8 +34,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: RawStream) -> None:
-        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S):
-            full = {}
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "predict_stragglers", wiring.progress):
+            full: dict[int, Slot[PredictorFleet]] = {}
             for event in batch:
                 # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
                 admitted = await states.admit(stream, event, None, wiring.task_events_types)
@@ -43,6 +44,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                 prediction = admitted.slot.state.step(admitted.record)
                 if prediction is not None:
                     await send(wiring.straggler_predictions, prediction.job_id, prediction)
+                    metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
                 if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
                     full[admitted.slot.partition] = admitted.slot
             for slot in full.values():

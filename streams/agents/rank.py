@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import faust
 from faust.types import AgentT
 
+from streams import metrics
 from streams.agents.checkpoint import PartitionStates, RawStream, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
@@ -26,6 +28,14 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 20000
 BATCH_MAX = 500
 BATCH_WITHIN_S = 0.02
+
+
+def observe(publication: Publication) -> None:
+    """The gauges of a ranked window: its lag behind the wall clock, nodes seen and listed."""
+    snapshot = publication.result.snapshot
+    metrics.NODES_SEEN.set(snapshot.nodes_seen)
+    metrics.NODES_LISTED.labels("worker").set(len(snapshot.nodes))
+    metrics.PERIOD_LAG.set(time.time() - publication.result.boundary_us / 1e6)
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
@@ -50,9 +60,13 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         for publication in publications:
             for score in publication.scores:
                 await send(wiring.node_scores, score.node_id, score)
+            for node_class in publication.node_classes:  # ML-NA only
+                await send(wiring.node_classes, node_class.node_id, node_class)
+            observe(publication)
             if publication.delta is not None and publication.snapshot is not None:
                 await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta)
                 await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot)
+                metrics.DELTA_PUBLISHED.set(publication.delta.version)
                 log.info("blacklist v%d: +%s -%s", publication.delta.version,
                          [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
         warning = ranking.late_warning() if publications else None
@@ -61,9 +75,10 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.ranking_feed, name="rank_nodes")
     async def rank_nodes(stream: RawStream) -> None:
-        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S):
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "rank_nodes", wiring.progress):
             async with lock:
                 slot, publications = None, []
+                started = time.perf_counter()
                 for event in batch:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
@@ -72,6 +87,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                 if slot is None:
                     continue
                 publications += rank_without_idle(idle, slot.state)
+                if publications:
+                    metrics.RANKING_DURATION.observe(time.perf_counter() - started)
                 await publish(slot.state, publications)
                 if publications or slot.checkpointer.held >= CHECKPOINT_EVERY:
                     await slot.save(stream)

@@ -183,6 +183,28 @@ class StragglerPrediction:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeClass:
+    """ML-NA's class of one node for one closed period and its predicted weakness in the next (SPEC 6)."""
+
+    node_id: str
+    period_start_us: int
+    period_end_us: int
+    k: int
+    cluster: int
+    weak_cluster: int
+    weak: bool
+    weak_probability: float
+    predicted_weak: bool
+    classifier: str
+    tasks: int
+    mean_z: float
+    std_z: float
+    weak_periods: int
+    history_periods: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class BlacklistEntry:
     """A node on the blacklist, with the statistics that put it there and a reason in words."""
 

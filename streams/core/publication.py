@@ -30,10 +30,18 @@ they leave, three rules apply, the same in the Kafka worker and in the in-proces
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeScore, NodeSummary, NormalizedTask, Progress
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    NodeClass,
+    NodeScore,
+    NodeSummary,
+    NormalizedTask,
+    Progress,
+)
 from streams.core.rank_stage import RankResult, RankStage
 from streams.core.ranking import ScoreChanges
 
@@ -50,6 +58,9 @@ class Publication:
     scores: list[NodeScore]
     delta: BlacklistDelta | None
     snapshot: BlacklistSnapshot | None
+    # ML-NA's records of the periods its detector closed at this boundary (``node-classes``); other detectors
+    # have none. They are not checkpointed: the compacted topic gets every node's class again next period.
+    node_classes: list[NodeClass] = field(default_factory=list)
 
 
 class PublishedRanking:
@@ -94,12 +105,14 @@ class PublishedRanking:
         out = []
         for result in results:
             scores = self._scores.select(result.ranking) if self._scores is not None else []
+            take = getattr(self.stage.ranker.detector, "take_node_classes", None)
+            classes: list[NodeClass] = take() if take is not None else []
             delta = result.delta
             if delta is None or delta.version <= self.published_version:
-                out.append(Publication(result, scores, None, None))
+                out.append(Publication(result, scores, None, None, classes))
                 continue
             self.published_version = delta.version
-            out.append(Publication(result, scores, delta, result.snapshot))
+            out.append(Publication(result, scores, delta, result.snapshot, classes))
         return out
 
     @property

@@ -41,6 +41,11 @@ class RankingConfig:
     seed: int = 0
     cluster_id: str = "default"
     confidence: float = 0.95
+    # ML-NA (policy mlna, SPEC 6): the "day", the days per "month", the classifier and its threshold.
+    mlna_sub_period_us: int = 86_400_000_000
+    mlna_sub_periods: int = 30
+    mlna_classifier: str = "forest"
+    mlna_threshold: float = 0.4
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -70,6 +75,10 @@ class RankingConfig:
             return f"min_dwell_periods must be >= 0, got {self.min_dwell_periods}"
         if not 0.0 < self.confidence < 1.0:
             return f"confidence must be in (0, 1), got {self.confidence}"
+        if self.mlna_sub_period_us <= 0 or self.mlna_sub_periods <= 0:
+            return "mlna_sub_period_us and mlna_sub_periods must be positive"
+        if not 0.0 <= self.mlna_threshold <= 1.0:
+            return f"mlna_threshold must be in [0, 1], got {self.mlna_threshold}"
         both = set(self.allow_list) & set(self.deny_list)
         if both:
             return f"nodes on both the allow-list and the deny-list: {', '.join(sorted(both))}"

@@ -48,6 +48,7 @@ RECORD_TYPES: tuple[type, ...] = (
     ev.NodeMoments,
     ev.NodeSummary,
     ev.NodeScore,
+    ev.NodeClass,
     ev.StragglerPrediction,
     ev.BlacklistEntry,
     ev.RemovedEntry,

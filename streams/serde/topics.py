@@ -3,7 +3,7 @@
 >>> TASK_EVENTS.key_for(TaskStart("j1", "t1", 0, "n1", 0))
 'j1'
 >>> [topic.name for topic in TOPICS if topic.compacted]
-['node-scores', 'blacklist-snapshot']
+['node-scores', 'blacklist-snapshot', 'node-classes']
 """
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ NODE_SCORES = Topic(
     "node-scores", "node_id", (ev.NodeScore,), None, compacted=True,
     doc="each node's window statistics, when they change",
 )
+NODE_CLASSES = Topic(
+    "node-classes", "node_id", (ev.NodeClass,), None, compacted=True,
+    doc="ML-NA: each node's class in the last closed period and its probability of being weak in the next",
+)
 # One cluster id is one key: a single partition keeps every delta of a cluster in order.
 BLACKLIST_DELTAS = Topic(
     "blacklist-deltas", "cluster_id", (ev.BlacklistDelta,), 1, doc="blacklist changes adapters follow"
@@ -79,7 +83,7 @@ DEAD_LETTERS = Topic(
 
 TOPICS: tuple[Topic, ...] = (
     TASK_EVENTS, JOB_EVENTS, NODE_SAMPLES, STRAGGLER_PREDICTIONS,
-    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, RANKING_FEED, DEAD_LETTERS,
+    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, RANKING_FEED, DEAD_LETTERS, NODE_CLASSES,
 )
 BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
 

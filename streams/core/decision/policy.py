@@ -4,7 +4,11 @@ The guards live here and hold whatever the detector: the allow-list (never liste
 (always); the cap, ``floor(max_fraction · nodes seen)`` places, deny-listed nodes included (unless the
 deny-list alone is longer); dwell, a listed node stays ``min_dwell_periods`` full periods after the period
 it was added in, the allow-list and the cap permitting; release, a node leaves when it no longer qualifies,
-with the reason in words. When more suspects exist than places, the policy's selection rule
+with the reason in words, but never while its detector says it is still slow (``Evidence.still_slow``: a
+slower node pushing it off P-Cores level 0, or a test that has not yet seen it recover, is no reason to let it
+go); stability, a listed node that is still a suspect or still slow keeps its place before any new suspect
+takes one, so under the cap the choice does not rotate from period to period (issue 21: 113-120 flaps a run
+when 20 % of nodes were slow). When more suspects exist than places, the policy's selection rule
 (``streams.core.decision.selection``) chooses. The policy never asks which detector produced the evidence.
 """
 
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 from streams.core.decision.selection import Candidate, Draw, Selection, highest
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.ranking_config import RankingConfig
+from streams.core.windows import NodeStats
 
 NO_EVIDENCE = "not a suspect: the detector has no evidence against it"
 BY_SCORE = highest("score")
@@ -56,17 +61,19 @@ class BlacklistPolicy:
         forced = set(config.deny_list)
         cap = config.cap(len(stats))
         dwelling = self._within(self._dwelling(listed, window.end_us, forced), max(0, cap - len(forced)), evidence)
+        holding = self._within(self._holding(listed, evidence, forced | dwelling),
+                               max(0, cap - len(forced) - len(dwelling)), evidence)
         fresh = [Candidate(evidence[node], stats.get(node)) for node in sorted(why_not)
-                 if why_not[node] is None and node not in forced and node not in dwelling]
-        places = max(0, cap - len(forced) - len(dwelling))
+                 if why_not[node] is None and node not in forced and node not in dwelling and node not in holding]
+        places = max(0, cap - len(forced) - len(dwelling) - len(holding))
         chosen, note = self._choose(fresh, places, Draw(frozenset(listed), config.seed, window.end_us))
-        special = forced | dwelling | chosen | set(listed)
+        special = forced | dwelling | holding | chosen | set(listed)
         # Most nodes of a large cluster are simply not suspects: their verdict is the reason why not.
         verdicts = {node: Verdict(node, False, False, reason) for node, reason in why_not.items()
                     if reason is not None and node not in special}
         for node in sorted(special | (why_not.keys() - verdicts.keys())):
-            verdicts[node] = self._verdict(node, evidence.get(node), why_not.get(node), (forced, dwelling, chosen),
-                                           note, listed, window)
+            verdicts[node] = self._verdict(node, evidence.get(node), why_not.get(node),
+                                           (forced, dwelling, holding, chosen), note, listed, window)
         return verdicts
 
     def _why_not(self, nodes: Iterable[str], evidence: Mapping[str, Evidence]) -> dict[str, str | None]:
@@ -88,6 +95,11 @@ class BlacklistPolicy:
         return {node for node, added in listed.items()
                 if end_us - added <= self.config.min_dwell_us and node not in self.config.allow_list | forced}
 
+    def _holding(self, listed: Mapping[str, int], evidence: Mapping[str, Evidence], taken: set[str]) -> set[str]:
+        # Listed nodes the detector still holds slow (suspect or not) keep their places: release only on recovery.
+        return {node for node in listed if node not in taken and node not in self.config.allow_list
+                and (e := evidence.get(node)) is not None and (e.suspect or e.still_slow)}
+
     def _within(self, dwelling: set[str], places: int, evidence: Mapping[str, Evidence]) -> set[str]:
         # Dwell yields to the cap (the window may have shrunk): keep the highest scores.
         if len(dwelling) <= places:
@@ -101,9 +113,9 @@ class BlacklistPolicy:
         return self.select(fresh, places, draw)
 
     def _verdict(self, node: str, evidence: Evidence | None, why_not: str | None,
-                 groups: tuple[set[str], set[str], set[str]], note: str, listed: Mapping[str, int],
+                 groups: tuple[set[str], set[str], set[str], set[str]], note: str, listed: Mapping[str, int],
                  window: WindowView) -> Verdict:
-        forced, dwelling, chosen = groups
+        forced, dwelling, holding, chosen = groups
         eligible = evidence is not None and why_not is None
         if node in forced:
             return Verdict(node, eligible, True, "on the deny-list")
@@ -111,6 +123,9 @@ class BlacklistPolicy:
             periods = self.config.min_dwell_periods
             reason = f"held: min_dwell ({periods} full periods after the one it was added in) not over"
             return Verdict(node, eligible, True, reason)
+        if node in holding:
+            assert evidence is not None
+            return Verdict(node, eligible, True, _held(evidence, window.stats.get(node)))
         if node in chosen:
             assert evidence is not None
             return Verdict(node, True, True, evidence.reason + (f"; {note}" if note else ""))
@@ -125,3 +140,13 @@ class BlacklistPolicy:
 
 def _score(evidence: Evidence | None) -> float:
     return float("-inf") if evidence is None else evidence.score
+
+
+def _held(evidence: Evidence, stats: NodeStats | None) -> str:
+    """Why a listed node stays: its detector's words, with its interval when it has one."""
+    if evidence.suspect:
+        return evidence.reason
+    interval = ""
+    if stats is not None and stats.ci_low is not None and stats.ci_high is not None:
+        interval = f" (n={stats.n}, interval [{stats.ci_low:+.2f}, {stats.ci_high:+.2f}])"
+    return f"held: still slow{interval}; {evidence.reason}"

@@ -9,7 +9,7 @@ cap, dwell, release) are the decision layer's and the same for all. Adding one i
 after which ``laggard run --policy mine`` and ``LAGGARD_POLICY=mine`` accept it.
 
 >>> POLICIES.names()
-('pcores', 'pcores-top-k', 'noop')
+('pcores', 'pcores-top-k', 'noop', 'shift', 'mlna')
 >>> POLICIES.get("pcores-top-k").detector is DETECTORS.get("pcores")
 True
 """
@@ -38,3 +38,9 @@ POLICIES.register("pcores-top-k", Policy(DETECTORS.get("pcores"), top_k_by_std_a
                   "DSB with number: as pcores, under the cap the top-k by std and mean, boundary drawn with a seed")
 POLICIES.register("noop", Policy(DETECTORS.get("noop"), highest("score")),
                   "lists only the deny-list (the guards alone, a baseline)")
+POLICIES.register("shift", Policy(DETECTORS.get("shift"), highest("score")),
+                  "the shift detector (several windows, CUSUM, persistence, recovery); under the cap the highest "
+                  "ci_low")
+POLICIES.register("mlna", Policy(DETECTORS.get("mlna"), highest("score")),
+                  "ML-NA: nodes predicted weak for the next period (k-means labels, a classifier); under the cap "
+                  "the most probable")

@@ -4,7 +4,7 @@ A factory takes the ``RankingConfig`` and picks the hyperparameters it needs. Po
 (``streams.core.decision.registry.POLICIES``) name the detector they run by its factory.
 
 >>> DETECTORS.names()
-('pcores', 'noop')
+('pcores', 'noop', 'shift', 'mlna')
 >>> from streams.core.ranking_config import RankingConfig
 >>> DETECTORS.get("pcores")(RankingConfig(min_tasks=7)).min_tasks
 7
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from streams.core.detection.base import NodeDetector, NoopDetector
 from streams.core.detection.pcores import PCoresDetector
+from streams.core.detection.shift import Scale, ShiftDetector
 from streams.core.registry import Registry
 
 if TYPE_CHECKING:  # ranking_config validates policy names against the registries that import this module
@@ -29,11 +30,43 @@ def pcores_detector(config: RankingConfig) -> PCoresDetector:
     return PCoresDetector(config.min_tasks, config.significance_floor, config.confidence)
 
 
+# The shift detector's hyperparameters beside the SPEC's settings, chosen with `laggard scenarios --seeds 100-104`
+# (reported on seeds 1-5): a 20-minute window at three times the floor lists large shifts soon; the ranking
+# window at 99.9 % confidence (95 % listed healthy nodes by chance every few hours over 100 nodes); a CUSUM with
+# its reference just above the floor and threshold 20 lists small shifts once they have lasted.
+SHIFT_FAST_WINDOW_US = 20 * 60_000_000
+SHIFT_FAST_FLOOR_FACTOR, SHIFT_FAST_CONFIDENCE, SHIFT_FAST_MIN_TASKS = 3.0, 0.975, 8
+SHIFT_CONFIDENCE = 0.999
+SHIFT_CUSUM_ABOVE_FLOOR, SHIFT_CUSUM_THRESHOLD = 0.05, 20.0
+
+
+def shift_detector(config: RankingConfig) -> ShiftDetector:
+    floor = config.significance_floor if config.significance_floor is not None else 0.0
+    fast = Scale(SHIFT_FAST_WINDOW_US, max(SHIFT_FAST_FLOOR_FACTOR * floor, 0.5), SHIFT_FAST_CONFIDENCE,
+                 max(SHIFT_FAST_MIN_TASKS, config.min_tasks))
+    window = Scale(config.window_size_us, floor, SHIFT_CONFIDENCE, config.min_tasks)
+    scales = (fast, window) if config.window_size_us > SHIFT_FAST_WINDOW_US else (window,)
+    return ShiftDetector(scales, persistence=2, recovery_ratio=0.35, resolution=4.0,
+                         cusum=(floor + SHIFT_CUSUM_ABOVE_FLOOR, SHIFT_CUSUM_THRESHOLD))
+
+
 def noop_detector(config: RankingConfig) -> NoopDetector:
     return NoopDetector()
+
+
+def mlna_detector(config: RankingConfig) -> NodeDetector:
+    # Imported here: scikit-learn and River load only when ML-NA runs.
+    from streams.core.detection.mlna import MlnaDetector
+
+    return MlnaDetector(config.mlna_sub_period_us, config.mlna_sub_periods, config.mlna_classifier,
+                        config.mlna_threshold, lateness_us=config.window_size_us, seed=config.seed)
 
 
 DETECTORS: Registry[DetectorFactory] = Registry("detector")
 DETECTORS.register("pcores", pcores_detector,
                    "P-Cores level 0 with at least min_tasks samples, clearly above the significance floor (DSB)")
 DETECTORS.register("noop", noop_detector, "suspects nothing: only the deny-list is listed")
+DETECTORS.register("shift", shift_detector,
+                   "a short window at a high floor, the ranking window at 99.9 %, a CUSUM since the change; "
+                   "persistence, and hysteresis until the node recovered")
+DETECTORS.register("mlna", mlna_detector, "ML-NA: nodes predicted weak next period from clustered period features")

@@ -50,7 +50,7 @@ PERFECT_NOTE = (
 Prepared = tuple[Truth, dict[str, TaskTimeline], list[float]]
 
 
-def _prepare(events: Sequence[Event], initial_fraction: float) -> Prepared | str:
+def prepare_job(events: Sequence[Event], initial_fraction: float) -> Prepared | str:
     """A job's truth, task timelines and the pool of copy durations, or why it cannot be simulated."""
     truth = job_truth(events, initial_fraction)
     tasks = timelines(events)
@@ -74,7 +74,7 @@ def simulate_jobs(
 ) -> dict[str, list[dict[str, Any]] | str]:
     """Per job (in ``jobs`` order): rows (one per method, ``perfect`` last, and spares setting), or why the
     job cannot be simulated. ``online`` picks the online threshold instead of the job's true p90."""
-    prepared = {job_id: _prepare(events, context.initial_fraction) for job_id, events in jobs.items()}
+    prepared = {job_id: prepare_job(events, context.initial_fraction) for job_id, events in jobs.items()}
     ready = {job_id: p for job_id, p in prepared.items() if not isinstance(p, str)}
     flags: dict[str, dict[str, dict[str, float]]] = {job_id: {} for job_id in ready}
     for name in names:

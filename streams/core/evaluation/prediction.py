@@ -1,24 +1,31 @@
-"""Prediction metrics per job as in Nurd's released code (SPEC 7), and the loop that drives a job predictor.
+"""Prediction metrics per job (SPEC 7), judged by what a flag leaves time for, and the loop that drives a job
+predictor.
 
-Each task counts once: a task is predicted a straggler when the method flagged it at a checkpoint
-strictly before it finished (elapsed < duration; a flag on the checkpoint that coincides with the
-finish is late and counted apart). Stragglers are tasks with duration >= tau, tau the job's true p90
-(``oracle_tau``: the paper's "oracle threshold" protocol). TPR is over true stragglers; FPR over
-non-stragglers that were not in the initial training set (the first finishers); F1 = 2TP/(2TP+FP+FN).
+Each task counts once, by its first flag. Stragglers are tasks with duration >= tau, tau the job's true p90
+(``oracle_tau``: the paper's "oracle threshold" protocol). FPR is over non-stragglers that were not in the
+initial training set (the first finishers). A flag on a non-straggler raised before it finished is a false
+positive in every column; the columns differ in which flags of stragglers count as true positives:
 
-That protocol rewards a flag raised a second before the task ends as much as one raised at its start.
-What an operator can act on is a flag in time: a copy relaunched at the flag, taking the job's median
-latency (``relaunch``), would finish before the original. ``in_time`` counts those true positives and
-``f1_in_time`` is F1 with the others counted as missed (false positives unchanged); it is the measure
-the Nurd paper's Algorithm 2 (relaunch a predicted straggler at once) would feel.
+* ``f1_in_time`` (the primary score): a copy relaunched at the flag, taking the job's median duration
+  (``relaunch``), would finish before the original, ``elapsed + relaunch < duration``; other flags of
+  stragglers count as missed. It is what Nurd's Algorithm 2 (relaunch a predicted straggler at once) feels.
+* ``f1_at[f]`` for f in ``FRACTIONS`` (0.25, 0.5, 0.75): flagged before that fraction of the task's duration,
+  ``elapsed < f * duration``.
+* ``f1`` (secondary, the paper's): flagged at any checkpoint strictly before the task finished
+  (elapsed < duration), which rewards a flag raised a second before the end as much as one at the start.
+  A flag on the checkpoint that coincides with the finish is late and counted apart.
+
+F1 = 2TP / (2TP + FP + FN) with FN = stragglers - TP in each column.
 
 >>> oracle_tau([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
 10.0
 >>> m = score({"a": 10, "b": 2, "c": 3, "d": 9}, {"a": 5, "b": 1}, initial={"c"}, tau=9)
 >>> (m.tp, m.fp, m.fn, m.tn, m.tpr, m.fpr, m.f1)
 (1, 1, 1, 0, 0.5, 1.0, 0.5)
+>>> m.f1_at  # "a" was flagged at half its duration: not before 25 % or 50 % of it, before 75 %
+{0.25: 0.0, 0.5: 0.0, 0.75: 0.5}
 >>> late = score({"a": 10, "b": 2, "c": 3, "d": 9}, {"a": 5, "b": 1}, initial={"c"}, tau=9, relaunch=6)
->>> (late.in_time, late.f1_in_time)
+>>> (late.in_time, late.f1_in_time)  # a copy started at 5 s needs 6 s: it ends at 11 s, after the original
 (0, 0.0)
 """
 
@@ -27,7 +34,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
 from streams.core.prediction.base import JobPredictor, PredictionMethod, step
@@ -60,6 +67,7 @@ class Metrics:
     flag_time: float | None
     in_time: int | None = None
     f1_in_time: float | None = None
+    f1_at: Mapping[float, float] = field(default_factory=dict)
 
     @property
     def precision(self) -> float:
@@ -72,6 +80,13 @@ def _ratio(a: int, b: int) -> float:
     return a / b if b else 0.0
 
 
+FRACTIONS = (0.25, 0.5, 0.75)  # F1 counting a straggler's flag only before this share of its duration
+
+
+def _f1(tp: int, fp: int, stragglers: int) -> float:
+    return _ratio(2 * tp, 2 * tp + fp + (stragglers - tp))
+
+
 def score(
     durations: Mapping[str, float],
     first_flag_elapsed: Mapping[str, float],
@@ -82,27 +97,32 @@ def score(
     """Metrics from each task's duration and the elapsed time of its first flag (same unit); with
     ``relaunch`` (how long a relaunched copy takes) also the flags in time (module doc)."""
     tp = fp = fn = tn = late = in_time = 0
+    before = dict.fromkeys(FRACTIONS, 0)
     fractions = []
     for task, duration in durations.items():
         straggler = duration >= tau
         elapsed = first_flag_elapsed.get(task)
         early = elapsed is not None and elapsed < duration
         late += elapsed is not None and not early
-        if straggler and early:
+        if straggler and elapsed is not None and early:
             tp += 1
-            in_time += relaunch is not None and elapsed + relaunch < duration  # type: ignore[operator]
-            fractions.append(elapsed / duration if duration > 0 else 0.0)  # type: ignore[operator]
+            in_time += relaunch is not None and elapsed + relaunch < duration
+            for f in FRACTIONS:
+                before[f] += elapsed < f * duration
+            fractions.append(elapsed / duration if duration > 0 else 0.0)
         elif straggler:
             fn += 1
         elif task not in initial:
             fp += early
             tn += not early
+    stragglers = tp + fn
     return Metrics(
-        n_tasks=len(durations), n_stragglers=tp + fn, n_initial=len(initial), tp=tp, fp=fp, fn=fn, tn=tn,
-        late=late, tpr=_ratio(tp, tp + fn), fpr=_ratio(fp, fp + tn), fnr=_ratio(fn, tp + fn),
-        f1=_ratio(2 * tp, 2 * tp + fp + fn), flag_time=math.fsum(fractions) / len(fractions) if fractions else None,
+        n_tasks=len(durations), n_stragglers=stragglers, n_initial=len(initial), tp=tp, fp=fp, fn=fn, tn=tn,
+        late=late, tpr=_ratio(tp, stragglers), fpr=_ratio(fp, fp + tn), fnr=_ratio(fn, stragglers),
+        f1=_f1(tp, fp, stragglers), flag_time=math.fsum(fractions) / len(fractions) if fractions else None,
         in_time=None if relaunch is None else in_time,
-        f1_in_time=None if relaunch is None else _ratio(2 * in_time, 2 * in_time + fp + (tp + fn - in_time)),
+        f1_in_time=None if relaunch is None else _f1(in_time, fp, stragglers),
+        f1_at={f: _f1(n, fp, stragglers) for f, n in before.items()},
     )  # fmt: skip
 
 

@@ -5,10 +5,11 @@
 >>> run = Run([], checkpoints=4, elapsed_ns=8_000)
 >>> m = score(truth.durations_s, {}, truth.initial, truth.tau_s, truth.median_s)
 >>> row = score_row(MethodScore("j", "toy", False, truth, m, run))
->>> row["method"], row["f1"], row["us_per_checkpoint"], row["online"]
-('toy', 0.0, 2.0, None)
->>> summarise([row], ["toy"])["toy"]["jobs"]
-1
+>>> row["method"], row["f1_in_time"], row["f1_at_50"], row["f1"], row["us_per_checkpoint"], row["online"]
+('toy', 0.0, 0.0, 0.0, 2.0, None)
+>>> summary = summarise([row], ["toy"])["toy"]
+>>> summary["jobs"], summary["mean_f1_in_time"]
+(1, 0.0)
 """
 
 from __future__ import annotations
@@ -23,14 +24,27 @@ from streams.core.evaluation.runner import MethodScore
 PROTOCOL = (
     "oracle threshold: a straggler is a task at or above its job's true p90 latency "
     "(sorted(latencies)[int(0.9 n)]), and tau-based methods flag against that same tau, as in the Nurd paper; "
-    "each task counts once (flagged at a checkpoint before it finished); FPR excludes the initial training set"
+    "each task counts once, by its first flag; FPR excludes the initial training set"
 )
+COLUMNS = {
+    "f1_in_time": "primary score: a straggler's flag is a true positive only when a copy relaunched at the flag, "
+    "taking the job's median duration, would finish before the original (a flag a second before the end is late)",
+    "f1_at_25": "a straggler's flag counts only when raised before 25 % of its duration",
+    "f1_at_50": "the same before 50 % of its duration",
+    "f1_at_75": "the same before 75 % of its duration",
+    "f1": "secondary, the Nurd paper's F1: flagged at any checkpoint before the task finished",
+    "precision": "flagged tasks that were stragglers (any flag before the finish)",
+    "late_flags": "flags raised only on the checkpoint that coincides with the finish (not predictions)",
+    "mean_flag_time": "mean elapsed/duration when a true straggler is first flagged",
+}
+FIELDS = ("f1_in_time", "f1_at_25", "f1_at_50", "f1_at_75", "f1", "precision", "tpr", "fpr", "fnr")
 ONLINE = "online threshold: tau = p90 of the job's latency estimates known at the time (no oracle)"
 
 
 def _metrics_fields(m: Metrics) -> dict[str, Any]:
-    return {"tpr": m.tpr, "fpr": m.fpr, "fnr": m.fnr, "f1": m.f1, "precision": m.precision, "in_time": m.in_time,
-            "f1_in_time": m.f1_in_time}  # fmt: skip
+    at = {f"f1_at_{round(100 * f)}": value for f, value in m.f1_at.items()}
+    return {"f1_in_time": m.f1_in_time, **at, "f1": m.f1, "precision": m.precision, "tpr": m.tpr, "fpr": m.fpr,
+            "fnr": m.fnr, "in_time": m.in_time}  # fmt: skip
 
 
 def score_row(s: MethodScore) -> dict[str, Any]:
@@ -58,20 +72,13 @@ def summarise(rows: Sequence[dict[str, Any]], methods: Sequence[str]) -> dict[st
         if not mine:
             continue
         checkpoints = sum(r["checkpoints"] for r in mine)
-        entry: dict[str, Any] = {
-            "mean_f1": statistics.fmean(r["f1"] for r in mine),
-            "mean_precision": statistics.fmean(r["precision"] for r in mine),
-            "mean_tpr": statistics.fmean(r["tpr"] for r in mine),
-            "mean_fpr": statistics.fmean(r["fpr"] for r in mine),
-            "mean_fnr": statistics.fmean(r["fnr"] for r in mine),
-            "mean_f1_in_time": statistics.fmean(r["f1_in_time"] for r in mine),
-            "us_per_checkpoint": sum(r["elapsed_ns"] for r in mine) / 1e3 / checkpoints if checkpoints else 0.0,
-            "jobs": len(mine),
-            "online": None,
-        }
+        entry: dict[str, Any] = {f"mean_{key}": statistics.fmean(r[key] for r in mine) for key in FIELDS}
+        entry["us_per_checkpoint"] = sum(r["elapsed_ns"] for r in mine) / 1e3 / checkpoints if checkpoints else 0.0
+        entry["jobs"] = len(mine)
+        entry["online"] = None
         online = [r["online"] for r in mine if r["online"] is not None]
         if online:
-            keys = ("f1", "tpr", "fpr", "f1_in_time")
+            keys = ("f1_in_time", "f1_at_25", "f1_at_50", "f1_at_75", "f1", "tpr", "fpr")
             entry["online"] = {key: statistics.fmean(o[key] for o in online) for key in keys}
         summary[name] = entry
     return summary

@@ -102,10 +102,13 @@ class PredictorFleet:
                 self.cold_starts += 1
         for job_id, last, envelope in state["jobs"]:
             try:
-                self._jobs[job_id] = restore(_decoded(envelope))
+                job = self._jobs[job_id] = restore(_decoded(envelope))
             except SnapshotMismatch:
                 self.cold_starts += 1
                 continue
+            adopt = getattr(self.predictor, "adopt", None)
+            if adopt is not None:  # a job that reads its method's state is pickled without it: bind it again
+                adopt(job)
             self._last[job_id] = int(last)
             heapq.heappush(self._idle, (int(last), job_id))
 

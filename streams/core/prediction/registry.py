@@ -17,12 +17,13 @@ hyperparameters from ``context.params`` (Nurd: ``nurd_alpha``, ``nurd_epsilon``)
 Traceback (most recent call last):
 ...
 ValueError: unknown predictor 'nope'; one of: nurd, nurd-nc, supervised, nurd-batch, spark-q0.75-m1.5, \
-spark-q0.9-m3, hadoop, hst, elapsed-tau, hawkeye, hawkeye-adaptive
+spark-q0.9-m3, hadoop, hst, supervised-node, hazard, elapsed-tau, hawkeye, hawkeye-adaptive
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from streams.core.prediction.base import JobPredictor, PredictionContext, PredictionMethod
 from streams.core.prediction.perjob import PerJobMethod
@@ -44,19 +45,53 @@ def expand_names(names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(item for name in names for item in ALIASES.get(name, (name,))))
 
 
+def _nurd_models(context: PredictionContext) -> dict[str, Any]:
+    """Nurd's keyword arguments from ``context.params``: ``nurd_alpha``, ``nurd_epsilon``, h's ``h_window``
+    and ``h_target_scaler`` (1/0), g's ``g_lr``."""
+    from streams.core.prediction.nurd.nurd import default_propensity, default_regressor
+
+    params = context.params
+    return {
+        "alpha": params.get("nurd_alpha", 0.5), "epsilon": params.get("nurd_epsilon", 0.05),
+        "initial_fraction": context.initial_fraction,
+        "regressor": default_regressor(int(params.get("h_window", 50)), bool(params.get("h_target_scaler", 1))),
+        "propensity": default_propensity(params.get("g_lr", 0.01)),
+    }  # fmt: skip
+
+
 def _nurd(name: str, weighting: str) -> PredictorFactory:
     def factory(context: PredictionContext) -> PredictionMethod:
         from streams.core.prediction.nurd.nurd import NurdJob
 
-        alpha, epsilon = context.params.get("nurd_alpha", 0.5), context.params.get("nurd_epsilon", 0.05)
+        kwargs = _nurd_models(context)
 
         def build(threshold: Threshold) -> JobPredictor:
-            return NurdJob(threshold, alpha=alpha, epsilon=epsilon, initial_fraction=context.initial_fraction,
-                           weighting=weighting)  # type: ignore[arg-type]  # fmt: skip
+            return NurdJob(threshold, weighting=weighting, **kwargs)  # type: ignore[arg-type]
 
         return PerJobMethod(name, True, build)
 
     return factory
+
+
+def _supervised_node(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.nodes import NodeEvidence
+    from streams.core.prediction.nurd.nodeaware import NodeAwareMethod, NodeAwareNurdJob
+
+    kwargs = _nurd_models(context)
+
+    def build(threshold: Threshold, evidence: NodeEvidence) -> JobPredictor:
+        return NodeAwareNurdJob(evidence, threshold, weighting="none", **kwargs)
+
+    return NodeAwareMethod("supervised-node", build, context.cluster)
+
+
+def _hazard(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.hazard import HazardMethod
+
+    params = context.params
+    # p = 0.3: chosen in every leave-one-out fold on the Google jobs and the synthetic seeds (laggard eval --heldout)
+    return HazardMethod(p=params.get("hazard_p", 0.3), nodes=bool(params.get("node_features", 1)),
+                        initial_fraction=context.initial_fraction, cluster=context.cluster)  # fmt: skip
 
 
 def _batch(context: PredictionContext) -> PredictionMethod:
@@ -108,6 +143,8 @@ PREDICTORS.register("spark-q0.75-m1.5", _spark(0.75, 1.5), "Spark speculation: a
 PREDICTORS.register("spark-q0.9-m3", _spark(0.9, 3.0), "Spark speculation: after 90 % finished, 3x median")
 PREDICTORS.register("hadoop", _hadoop, "Hadoop: after 5 % finished, elapsed > mean + 1 std of durations")
 PREDICTORS.register("hst", _hst, "HalfSpaceTrees on checkpoint features: anomaly score in the job's top tenth")
+PREDICTORS.register("supervised-node", _supervised_node, "Nurd's h with the task's node evidence among its features")
+PREDICTORS.register("hazard", _hazard, "node-aware classifier of 'relaunch now pays', learned across jobs")
 # A yardstick, not a predictor: what knowing tau and elapsed time alone is worth under the same protocol.
 PREDICTORS.register("elapsed-tau", _elapsed_tau, "yardstick: flag once elapsed time passes tau")
 

@@ -49,6 +49,9 @@ class FakeTopic:
     def __init__(self, cluster: FakeCluster, kind: str) -> None:
         self.cluster, self.kind = cluster, kind
 
+    def get_topic_name(self) -> str:
+        return f"blacklist-{self.kind}"
+
     async def send(self, key: bytes, value: bytes) -> None:
         record = codec.decode(value)
         if self.kind == "deltas":
@@ -100,7 +103,8 @@ class FakeWorker:
                               on_partitions_revoked=SimpleNamespace(connect=self.handlers.append))
         wiring = SimpleNamespace(
             ranking_feed=None, settings=SETTINGS, partitions=1, ranking_config=CONFIG, cluster_id="default",
-            node_scores=SimpleNamespace(send=lambda **kw: asyncio.sleep(0)), dead_letters=None,
+            node_scores=SimpleNamespace(send=lambda **kw: asyncio.sleep(0), get_topic_name=lambda: "node-scores"),
+            dead_letters=None, progress=None,
             blacklist_deltas=FakeTopic(cluster, "deltas"), blacklist_snapshot=FakeTopic(cluster, "snapshot"),
             rank_checkpoints=cluster.table, ranking_feed_types=(NodeSummary, NormalizedTask, Progress),
             published_snapshot=lambda: max(cluster.snapshots, key=lambda s: s.version, default=None))

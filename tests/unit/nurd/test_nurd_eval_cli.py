@@ -68,3 +68,41 @@ def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) ->
 def test_an_alpha_outside_0_1_is_a_usage_error(spec: str) -> None:
     result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--alpha", "5"])
     assert result.exit_code == 2 and "is not in the range 0<=x<=1" in result.output
+
+
+def test_json_rows_carry_the_lead_time_scores_beside_the_papers_f1(spec: str) -> None:
+    result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--methods", "supervised,spark,hazard", "--json"])
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(result.stdout)
+    for row in document["jobs"]:
+        scores = [row[k] for k in ("f1_in_time", "f1_at_25", "f1_at_50", "f1_at_75", "f1")]
+        assert all(0 <= s <= 1 for s in scores)
+        assert row["f1_in_time"] <= row["f1"] and row["f1_at_25"] <= row["f1_at_50"] <= row["f1_at_75"] <= row["f1"]
+    assert "late" in document["columns"]["f1_in_time"] and "secondary" in document["columns"]["f1"]
+    assert {"mean_f1_in_time", "mean_f1_at_50", "mean_f1"} <= set(document["summary"]["hazard"])
+
+
+def test_help_explains_each_column() -> None:
+    result = CliRunner().invoke(cli, ["eval", "--help"])
+    text = " ".join(result.output.split())  # click wraps the help
+    for column in ("'F1 in time' (the primary score)", "'F1 <25%'", "'F1 ever (paper)'", "With --heldout"):
+        assert column in text
+
+
+def test_heldout_chooses_on_other_traces_and_says_which_candidates(tmp_path: Path) -> None:
+    traces = [f"synthetic:nodes=10,slow=1,jobs=4,tasks=12,checkpoints=3,seed={seed}" for seed in (1, 2)]
+    args = ["eval", "--heldout", "--no-online", "--methods", "spark-q0.75-m1.5,hazard", "--repeats", "1", "--json"]
+    result = CliRunner().invoke(cli, [*args, "--trace", traces[0], "--trace", traces[1]])
+    assert result.exit_code == 0, result.output
+    document = orjson.loads(result.stdout)
+    assert document["held_out"] == "trace" and document["threshold"] == "oracle"
+    assert {c["family"] for c in document["candidates"]} == {"spark-q0.75-m1.5", "hazard"}
+    assert {(r["group"], r["family"]) for r in document["rows"]} == {
+        (t, f) for t in traces for f in ("spark-q0.75-m1.5", "hazard", "any")
+    }
+    assert set(document["summary"]) == {"spark-q0.75-m1.5", "hazard", "any"}
+
+
+def test_several_traces_without_heldout_are_refused(spec: str) -> None:
+    result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--trace", spec, "--methods", "hadoop"])
+    assert result.exit_code == 1 and "only with --heldout" in result.stderr

@@ -41,7 +41,7 @@ def test_a_file_given_where_a_directory_is_expected_fails_at_open(tmp_path: Path
 def test_every_listed_format_has_one_line_of_help() -> None:
     assert set(FORMATS) == {
         "google2011-events", "google2011-usage", "alibaba2018", "alibaba2017", "alibaba2017-tasks", "csv",
-        "synthetic",
+        "synthetic", "scenario", "drifting",
     }  # fmt: skip
     assert all(text and "\n" not in text for text in FORMATS.values())
 

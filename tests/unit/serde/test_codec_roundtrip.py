@@ -43,6 +43,10 @@ STRATEGIES = {
     ev.StragglerPrediction: st.builds(
         ev.StragglerPrediction, text, text, ints, text, longs, longs, floats, floats, floats, floats, text
     ),
+    ev.NodeClass: st.builds(
+        ev.NodeClass, text, longs, longs, ints, ints, ints, st.booleans(), floats, st.booleans(), text, longs,
+        floats, floats, ints, ints, text,
+    ),
     ev.BlacklistEntry: entry,
     ev.RemovedEntry: removed,
     ev.BlacklistDelta: st.builds(

@@ -32,6 +32,9 @@ FIXTURES: dict[type, object] = {
     ev.StragglerPrediction: ev.StragglerPrediction(
         "job-1", "7", 1, "node-17", 2_000_000, 1_000_000, 4e6, 8e6, 6e6, 0.5, "nurd"
     ),
+    ev.NodeClass: ev.NodeClass("node-17", 0, 86_400_000_000, 4, 2, 2, True, 0.91, True, "forest", 96, 0.84, 1.3,
+                               5, 7, "weak cluster 2 of 4 in 5 of the last 7 days, predicted weak next period "
+                               "with p = 0.91"),
     ev.BlacklistEntry: ENTRY,
     ev.RemovedEntry: ev.RemovedEntry("node-3", "no recent evidence"),
     ev.BlacklistDelta: ev.BlacklistDelta(

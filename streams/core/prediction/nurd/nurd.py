@@ -73,16 +73,17 @@ Weighting = Literal["calibrated", "propensity", "none"]
 _METHOD_NAMES: dict[str, str] = {"calibrated": "nurd", "propensity": "nurd-nc", "none": "supervised"}
 
 
-def default_regressor() -> preprocessing.TargetStandardScaler:
-    """The latency model h: log(duration) from the 5 nearest of the 50 latest finished tasks (see above)."""
-    knn = neighbors.KNNRegressor(n_neighbors=5, engine=neighbors.LazySearch(window_size=50))
+def default_regressor(window: int = 50, target_scaler: bool = True) -> base.Regressor:
+    """The latency model h: log(duration) from the 5 nearest of the ``window`` latest finished tasks (see
+    above), inside a TargetStandardScaler unless ``target_scaler`` is False."""
+    knn = neighbors.KNNRegressor(n_neighbors=5, engine=neighbors.LazySearch(window_size=window))
     scaled = cast(base.Regressor, preprocessing.StandardScaler() | knn)  # a Pipeline ending in a regressor is one
-    return preprocessing.TargetStandardScaler(regressor=scaled)
+    return preprocessing.TargetStandardScaler(regressor=scaled) if target_scaler else scaled
 
 
-def default_propensity() -> compose.Pipeline:
-    """The propensity model g: standardised features, logistic regression."""
-    return preprocessing.StandardScaler() | linear_model.LogisticRegression(optimizer=optim.SGD(0.01))
+def default_propensity(lr: float = 0.01) -> compose.Pipeline:
+    """The propensity model g: standardised features, logistic regression (SGD at ``lr``)."""
+    return preprocessing.StandardScaler() | linear_model.LogisticRegression(optimizer=optim.SGD(lr))
 
 
 class NurdJob:

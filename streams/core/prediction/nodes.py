@@ -1,0 +1,87 @@
+"""Node evidence for node-aware straggler prediction: how slow each node has been, learned causally.
+
+None of the anchors (Nurd, Spark, Hadoop, Hawkeye's task-level rule) asks where a task runs when it predicts;
+yet a task on a contended node straggles for a reason visible before it has run long. ``NodeEvidence`` is the
+cluster-level state of a node-aware method: every successful finish of every job adds to the task's node
+the log of its duration relative to the median of its job's finished tasks so far (the job's own scale, so
+jobs of any size mix), in a sliding window per node. A node's ``slowness`` is the window's sum over its
+length plus ``prior`` pseudo-tasks at 0 (a healthy node), so one slow task on an unknown node says little.
+
+Strictly causal: a finish is learned when it happens, the job median is the median of durations finished
+so far (including this one). Where a live ranking exists (the worker), ``ClusterView`` adds the node's
+current window mean z and whether it is listed; in evaluation there is none and those features are 0.
+
+>>> from streams.core.events import Status, TaskFinish
+>>> evidence = NodeEvidence(prior=1.0)
+>>> for task, (node, seconds) in enumerate([("a", 10), ("b", 10), ("slow", 30), ("a", 10)]):
+...     evidence.learn(TaskFinish("j", str(task), 0, node, 0, seconds * 1_000_000, Status.SUCCEEDED))
+>>> evidence.slowness("a") == 0.0, round(evidence.slowness("slow"), 2), evidence.slowness("unseen")
+(True, 0.55, 0.0)
+>>> sorted(evidence.features("slow"))
+['node_listed', 'node_seen', 'node_slowness', 'node_z']
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from streams.core.events import Event, JobFinish, TaskFinish
+from streams.core.prediction.base import ClusterView
+
+
+@dataclass
+class NodeEvidence:
+    """Per node, the log relative durations of its latest ``window`` finished tasks (module doc)."""
+
+    window: int = 50
+    prior: float = 2.0
+    cluster: ClusterView = field(default_factory=ClusterView)
+    _nodes: dict[str, deque[float]] = field(default_factory=dict)
+    _jobs: dict[str, list[float]] = field(default_factory=dict)  # each running job's finished durations, sorted
+
+    def learn(self, event: Event) -> None:
+        """A successful finish adds to its node; a job's end forgets the job's durations."""
+        if isinstance(event, JobFinish):
+            self._jobs.pop(event.job_id, None)
+            return
+        if not isinstance(event, TaskFinish) or not event.succeeded:
+            return
+        seconds = max(event.duration_us / 1e6, 1e-3)
+        durations = self._jobs.setdefault(event.job_id, [])
+        bisect.insort(durations, seconds)
+        median = durations[len(durations) // 2]
+        ratios = self._nodes.get(event.node_id)
+        if ratios is None:
+            ratios = self._nodes[event.node_id] = deque(maxlen=self.window)
+        ratios.append(math.log(seconds / median))
+
+    def slowness(self, node_id: str) -> float:
+        """Mean log relative duration on the node, shrunk to 0 by ``prior`` healthy pseudo-tasks."""
+        ratios = self._nodes.get(node_id)
+        return math.fsum(ratios) / (len(ratios) + self.prior) if ratios else 0.0
+
+    def features(self, node_id: str) -> dict[str, float]:
+        """The node's evidence as features: slowness, log(1 + tasks seen), live window mean z and listing."""
+        ratios = self._nodes.get(node_id)
+        return {
+            "node_slowness": self.slowness(node_id),
+            "node_seen": math.log1p(len(ratios) if ratios else 0),
+            "node_z": self.cluster.node_mean_z.get(node_id, 0.0),
+            "node_listed": float(node_id in self.cluster.listed),
+        }
+
+    def snapshot(self) -> dict[str, object]:
+        """Plain data for a restart."""
+        return {
+            "nodes": {n: list(r) for n, r in self._nodes.items()},
+            "jobs": {j: list(d) for j, d in self._jobs.items()},
+        }
+
+    def restore(self, state: object) -> None:
+        if not isinstance(state, dict) or not isinstance(state.get("nodes"), dict):
+            raise ValueError("not a node evidence snapshot")
+        self._nodes = {n: deque(r, maxlen=self.window) for n, r in state["nodes"].items()}
+        self._jobs = {j: sorted(d) for j, d in state.get("jobs", {}).items()}

@@ -1,0 +1,55 @@
+"""Prometheus metrics of every long-running laggard process (the worker, each adapter), all named ``laggard_*``.
+
+The metrics live in prometheus_client's default registry, as that library intends: a process declares them by
+importing this module and serves them with ``streams.health.serve``. Label values are bounded by the code, never by
+the data: a dead letter's reason is reduced to its kind (``reason_kind``), topics and agents are laggard's own.
+
+>>> reason_kind("unknown writer schema fingerprint 00ffaa11bb22cc33")
+'unknown-writer-schema-fingerprint'
+>>> reason_kind("feature 'cpu_rate' is not a finite number: nan")
+'feature-is-not-a-finite-number'
+>>> reason_kind("12 trailing bytes after the record body")
+'trailing-bytes-after-the-record-body'
+"""
+
+from __future__ import annotations
+
+import re
+
+from prometheus_client import Counter, Gauge, Histogram
+
+EVENTS_IN = Counter("laggard_events_in", "Records read, per topic and the agent or adapter that read them",
+                    ["topic", "reader"])
+EVENTS_OUT = Counter("laggard_events_out", "Records sent, per topic", ["topic"])
+DEAD_LETTERS = Counter("laggard_dead_letters", "Records sent to dead-letters, per source topic and kind of reason",
+                       ["topic", "reason"])
+CONSUMER_LAG = Gauge("laggard_consumer_lag_records", "Records on a partition this process reads and has not read yet",
+                     ["topic", "partition"])
+RANKING_DURATION = Histogram("laggard_ranking_duration_seconds",
+                             "Wall time of a ranking step that published (one or more ranking periods)",
+                             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+PERIOD_LAG = Gauge("laggard_period_lag_seconds",
+                   "Wall time minus the event time of the end of the latest ranked window (how far the ranking "
+                   "runs behind the cluster; large during a replay of an old trace)")
+NODES_SEEN = Gauge("laggard_nodes_seen", "Nodes the ranking saw in its latest window")
+NODES_LISTED = Gauge("laggard_nodes_listed", "Nodes on the blacklist: published (worker) or applied (adapter)",
+                     ["process"])
+DELTA_PUBLISHED = Gauge("laggard_delta_version_published", "Latest blacklist version the ranking published")
+DELTA_APPLIED = Gauge("laggard_delta_version_applied", "Latest blacklist version the adapter applied", ["adapter"])
+ADAPTER_REFUSALS = Counter("laggard_adapter_refusals", "Blacklist versions refused as a whole (the cap)", ["adapter"])
+ADAPTER_ERRORS = Counter("laggard_adapter_errors", "Changes the scheduler did not take (retried)", ["adapter"])
+PREDICTOR_FLAGS = Counter("laggard_predictor_flags", "Tasks flagged as stragglers, per prediction method",
+                          ["method"])
+LAST_PROGRESS = Gauge("laggard_last_progress_timestamp_seconds",
+                      "Unix time of the latest record read (or of the latest check that found nothing to read)")
+LIVE = Gauge("laggard_live", "1 when the liveness check passes")
+READY = Gauge("laggard_ready", "1 when the readiness check passes")
+
+_DETAIL = re.compile(r"\([^)]*\)|'[^']*'|\"[^\"]*\"|\b[0-9a-f]{8,}\b|\d+")
+
+
+def reason_kind(reason: str) -> str:
+    """The kind of a dead letter's reason, as a bounded label: its words before any detail."""
+    head = _DETAIL.sub(" ", reason.split(":", 1)[0].lower())
+    words = re.findall(r"[a-z_]+", head)
+    return "-".join(words)[:60] or "invalid"

@@ -1,0 +1,96 @@
+"""A broker restarted mid-stream, in place (same ports, same data directory, at once), with a worker and an adapter
+running: both recover with no one's help, the final snapshot is the uninterrupted run's, and the outage is a few log
+lines. Every process serves /metrics, /livez and /readyz, scraped here."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from laggard import kafka_local
+from tests.integration.operations.support import (
+    PARTITIONS,
+    final_snapshot,
+    get,
+    own_broker,
+    scrape,
+    start,
+    stop,
+    wait_until,
+)
+from tests.integration.support import decoded, replay
+
+SPEC = "synthetic:nodes=40,slow=3,jobs=300,seed=3"
+
+
+@pytest.fixture(scope="module")
+def expected():  # type: ignore[no-untyped-def]
+    return final_snapshot(SPEC)
+
+
+def _restart_in_place(broker: kafka_local.Broker, how: signal.Signals) -> float:
+    """Stop the broker with ``how`` and start it again at once on the same ports and data; seconds it was away."""
+    pid = kafka_local.status(broker)
+    assert pid is not None
+    began = time.monotonic()
+    if how == signal.SIGKILL:
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: kafka_local.status(broker) is None, 30, "the killed broker to be gone", every_s=0.2)
+    else:
+        kafka_local.stop(broker)
+    kafka_local.start(broker)
+    return time.monotonic() - began
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_worker_and_adapter_recover_from_a_broker_restart_to_the_same_final_snapshot(
+        tmp_path: Path, how: signal.Signals, expected) -> None:  # type: ignore[no-untyped-def]
+    worker_port, adapter_port = kafka_local.free_ports(2)
+    worker_log, adapter_log = tmp_path / "worker.log", tmp_path / "adapter.log"
+    blacklist = tmp_path / "blacklist.txt"
+    with own_broker(tmp_path / "broker") as broker:
+        bootstrap = broker.bootstrap
+        worker = start(["worker", "--bootstrap", bootstrap, "--partitions", str(PARTITIONS), "--web-port", "0",
+                        "--metrics-port", str(worker_port), "--restart-on-stall"], worker_log,
+                       LAGGARD_DATA_DIR=str(tmp_path / "faust"), LAGGARD_STALL_TIMEOUT_S="30")
+        adapter = None
+        try:
+            wait_until(lambda: get(worker_port, "/livez")[0] == 200, 120, "the worker's /livez", worker_log)
+            adapter = start(["adapter", "file", "--bootstrap", bootstrap, "--path", str(blacklist), "--state-file",
+                             str(tmp_path / "adapter.json"), "--known-nodes", "40", "--metrics-port",
+                             str(adapter_port)], adapter_log)
+            replay(bootstrap, SPEC)
+            wait_until(lambda: decoded(bootstrap, "blacklist-deltas"), 180, "a first delta", worker_log)
+            lines_before = len(worker_log.read_text(errors="replace").splitlines())
+            away_s = _restart_in_place(broker, how)
+            assert away_s < 60, f"the broker took {away_s:.0f} s to come back on its own ports"
+            snapshots = wait_until(
+                lambda: [s for s in decoded(bootstrap, "blacklist-snapshot") if s.version >= expected.version],
+                300, "the final snapshot after the restart", worker_log, every_s=3)
+            wait_until(lambda: blacklist.exists() and set(blacklist.read_text().split()) == set(expected.node_ids),
+                       120, "the adapter to apply the final blacklist", adapter_log)
+            adapted = wait_until(lambda: scrape(adapter_port).get(
+                ("laggard_delta_version_applied", (("adapter", "file"),))) == expected.version, 60,
+                "the adapter's applied version on /metrics", adapter_log)
+            assert adapted
+            worker_metrics = scrape(worker_port)
+            assert get(worker_port, "/livez")[0] == 200 and get(adapter_port, "/livez")[0] == 200
+        finally:
+            for process in (adapter, worker):
+                if process is not None:
+                    stop(process)
+
+    final = snapshots[-1]
+    assert (final.version, final.node_ids) == (expected.version, expected.node_ids)
+    assert [(e.node_id, e.n, e.mean, e.ci_low) for e in final.nodes] == [
+        (e.node_id, e.n, e.mean, e.ci_low) for e in expected.nodes]
+    assert sum(v for (name, _), v in worker_metrics.items() if name == "laggard_events_in_total") > 0
+    outage = worker_log.read_text(errors="replace").splitlines()[lines_before:]
+    complaints = [line for line in outage if "[ERROR]" in line or "[WARNING]" in line]
+    assert len(complaints) < 100, f"{len(complaints)} error/warning lines for one restart:\n" + "\n".join(
+        complaints[:40])
