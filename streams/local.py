@@ -22,6 +22,7 @@ from streams.core.events import (
     validate,
 )
 from streams.core.publication import Publication, PublishedRanking
+from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankResult, RankStage, boundary_at_or_before
 from streams.settings import Settings
 
@@ -49,7 +50,7 @@ class LocalPipeline:
     >>> trace = open_trace("synthetic:nodes=40,slow=3,jobs=150,seed=1")
     >>> pipeline = LocalPipeline(Settings())
     >>> [(d.version, sorted(e.node_id for e in d.added)) for d in pipeline.run(trace)]
-    [(1, ['node-04', 'node-08', 'node-36'])]
+    [(1, ['node-08', 'node-36']), (2, ['node-04'])]
     >>> sorted(pipeline.blacklist.node_ids) == trace.ground_truth["slow_nodes"]
     True
     """
@@ -60,8 +61,9 @@ class LocalPipeline:
         self.config = ranking_config(settings)
         self.partitions = partitions
         period, idle = self.config.period_us, job_idle_timeout_us(settings)
-        self._stages = [NormalizeStage(p, partitions, period, idle, window_us=self.config.window_size_us)
-                        for p in range(partitions)]
+        self.summaries = not learns_from_samples(self.config)  # else the detector needs every sample
+        self._stages = [NormalizeStage(p, partitions, period, idle, window_us=self.config.window_size_us,
+                                       summaries=self.summaries) for p in range(partitions)]
         self.ranking = PublishedRanking(RankStage(self.config, partitions), scores=False)
         self.counts = RunCounts()
         self.on_ranking = on_ranking
@@ -113,8 +115,8 @@ class LocalPipeline:
             yield from self.finish()
 
     def _forward(self, emitted: Emitted) -> list[BlacklistDelta]:
-        for summary in emitted.summaries:
-            self.ranking.take(summary)  # a summary alone ranks nothing
+        for record in emitted.summaries if self.summaries else emitted.samples:
+            self.ranking.take(record)  # a summary (or sample) alone ranks nothing
         self.counts.samples += len(emitted.samples)
         self.counts.summaries += len(emitted.summaries)
         if self.on_samples is not None and emitted.samples:

@@ -22,6 +22,7 @@ from streams.agents.idleness import (
     warn_once_if_waiting,
 )
 from streams.core.events import Event
+from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
@@ -34,11 +35,12 @@ TOPICS = (TASK_EVENTS.name, JOB_EVENTS.name)
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
+    summaries = not learns_from_samples(wiring.ranking_config)  # else the detector needs every sample
     states = PartitionStates(
         app, wiring.normalise_checkpoints,
         lambda p: NormalizeStage(p, wiring.partitions, wiring.period_us, wiring.job_idle_timeout_us,
                                  wait_for_job_events=wiring.settings.wait_for_job_events,
-                                 window_us=wiring.ranking_config.window_size_us),
+                                 window_us=wiring.ranking_config.window_size_us, summaries=summaries),
         TOPICS, key=lambda p: f"normalise:{p}".encode())
     idle = IdleClock(wiring.settings.idle_stream_timeout_s)
     clear_on_revoke(app, idle, TOPICS)
@@ -49,6 +51,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
         for sample in emitted.samples:
             await send(wiring.node_samples, sample.node_id, sample)
+            if not summaries:
+                await send(wiring.ranking_feed, wiring.cluster_id, sample)
         for summary in emitted.summaries:
             await send(wiring.ranking_feed, wiring.cluster_id, summary)
         if emitted.progress is not None:

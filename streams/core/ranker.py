@@ -123,6 +123,13 @@ class NodeRanker:
         self._windows, self._book, self.detector = windows, book, detector
 
 
+def learns_from_samples(config: RankingConfig) -> bool:
+    """Whether the policy's detector learns from single samples (``learn``), so the ranking must be fed
+    samples; detectors that read only the window statistics declare ``learns_from_samples = False`` and are
+    fed per-node summaries instead (issue 18)."""
+    return bool(getattr(POLICIES.get(config.policy).detector(config), "learns_from_samples", True))
+
+
 def _ordered_rows(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
                   verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
     """The rows ordered by level (None last), then node id: node ids sorted once, then bucketed

@@ -104,11 +104,13 @@ class NormalizeStage:
     whose first job event is still in flight must not run ahead); events read in time order from a trace can
     instead count the job stream from its first event on, which gives the same deltas and also serves traces
     that have no job events at all. ``window_us`` (the ranking window) sets the buckets and leaves out of the
-    provisional values the tasks that left every window; ``provisional`` off sends final values only.
+    provisional values the tasks that left every window. With ``summaries`` off (a detector that learns from
+    single samples) it sends no summaries and no provisional values: the shell sends the final samples to the
+    ranking instead.
     """
 
     def __init__(self, partition: int, partitions: int, period_us: int, job_idle_timeout_us: int,
-                 wait_for_job_events: bool = False, window_us: int | None = None, provisional: bool = True) -> None:
+                 wait_for_job_events: bool = False, window_us: int | None = None, summaries: bool = True) -> None:
         self.partition = partition
         self.partitions = partitions
         self.period_us = period_us
@@ -119,7 +121,8 @@ class NormalizeStage:
         # Provisional values for the jobs that need them: those gone quiet for a period without ending (sources
         # without job ends) and those running for half a window (long and never-ending jobs). A job that ends
         # within a period or two, as most do where job ends are published, is ranked by its final values only.
-        self._normalizer = JobNormalizer(job_idle_timeout_us, provisional=provisional, quiet_us=period_us,
+        self.summaries = summaries
+        self._normalizer = JobNormalizer(job_idle_timeout_us, provisional=summaries, quiet_us=period_us,
                                          age_us=(window_us or period_us) // 2)
         self._pending: list[tuple[int, int, int, Event]] = []  # heap of (ts, kind order, arrival, event)
         self._arrivals = 0
@@ -244,6 +247,8 @@ class NormalizeStage:
         """File z-values (and the values they withdrew) into the summary of the boundary they belong to."""
         if samples is not None:
             samples.extend(produced)
+        if not self.summaries:
+            return
         for value in produced:
             self._file(value.emitted_us if value.emitted_us is not None else value.ts_us, value, 0)
         for at_us, withdrawn in self._normalizer.take_withdrawn():
