@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from streams.config import SECOND_US, job_idle_timeout_us, partition_for, ranking_config
+from streams.config import job_idle_timeout_us, partition_for, ranking_config
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -25,9 +25,6 @@ from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankResult, RankStage, boundary_at_or_before
 from streams.settings import Settings
-
-# Re-exported for callers that imported them from here before streams.config existed.
-__all__ = ["SECOND_US", "LocalPipeline", "RunCounts", "partition_for", "ranking_config"]
 
 
 @dataclass

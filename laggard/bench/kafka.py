@@ -30,8 +30,8 @@ from laggard.bench.common import Sizes, rate, say
 from laggard.bench.latency import live_latency
 from producers.sink import compression_type
 from streams import kafka_clients
+from streams.config import SECOND_US, partition_for
 from streams.core.events import Event, JobFinish, JobStart, Progress
-from streams.local import SECOND_US, partition_for
 from streams.serde import codec
 from streams.serde import topics as registry
 from streams.settings import Settings

@@ -32,8 +32,8 @@ from laggard.bench.common import Sizes, say
 from producers.registry import open_trace
 from producers.sink import Pacer, compression_type
 from streams import kafka_clients
+from streams.config import SECOND_US
 from streams.core.events import TaskFinish
-from streams.local import SECOND_US
 from streams.serde import codec
 from streams.serde import topics as registry
 from streams.settings import Settings

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from streams.config import partition_for
 from streams.core.events import BlacklistDelta
-from streams.local import partition_for
 from tests.csv_cluster import cluster_rows
 from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
 

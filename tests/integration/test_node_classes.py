@@ -38,7 +38,9 @@ def test_the_mlna_worker_publishes_node_classes_plain_avro_can_read(tmp_path: Pa
     with fresh_broker(tmp_path / "broker") as bootstrap, running_worker(bootstrap, tmp_path, log):
         replay(bootstrap, SPEC)
         records = wait_for(lambda: list(read_to_end(Settings(bootstrap_servers=bootstrap), "node-classes")),
-                           lambda rs: len({plain_avro(r.value)["period_start_us"] for r in rs}) >= 3,
+                           # a period's classes are sent node by node: wait for the whole third day
+                           lambda rs: len({plain_avro(r.value)["node_id"] for r in rs
+                                           if plain_avro(r.value)["period_start_us"] == 2 * DAY_US}) >= 38,
                            240, "node classes of three closed periods", log)
         deltas = wait_for(lambda: decoded(bootstrap, "blacklist-deltas"), lambda ds: len(ds) >= 1, 60,
                           "a blacklist delta", log)

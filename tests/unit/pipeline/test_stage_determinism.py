@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from producers.registry import open_trace
+from streams.config import partition_for, ranking_config
 from streams.core.events import (
     BlacklistDelta,
     Event,
@@ -33,7 +34,7 @@ from streams.core.events import (
     TaskFinish,
 )
 from streams.core.stages import NormalizeStage, RankStage
-from streams.local import LocalPipeline, partition_for, ranking_config
+from streams.local import LocalPipeline
 from streams.settings import Settings
 
 PARTITIONS = 3
