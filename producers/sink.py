@@ -4,7 +4,9 @@
 keyed by job id (so one job's events stay in order on one partition), values Avro-encoded by
 ``streams.serde.codec.encode``, batched (``linger_ms``, ``batch_size``) and compressed. kafka-python 3.0.12
 compresses with gzip using only the standard library; lz4, snappy and zstd need extra packages, so the sink
-takes lz4 when its package is installed and gzip otherwise.
+takes lz4 when its package is installed and gzip otherwise. Measured (``laggard bench``, produce floor per
+codec on the same 50,000 Google events): gzip 16,363/s against 14,575/s without compression: the producer is
+bound by kafka-python's cost per record, not by compression, so gzip's smaller batches cost nothing.
 
 ``Pacer`` replays on the trace's clock: with ``speed`` X, an event at trace time t is released at
 ``(t - t0) / X`` seconds of wall time after the first event; with ``max_rate`` N, at most N events per

@@ -19,11 +19,11 @@ from streams.core.events import (
     Event,
     NodeClass,
     NormalizedTask,
-    Progress,
     validate,
 )
 from streams.core.publication import Publication, PublishedRanking
-from streams.core.stages import NormalizeStage, RankResult, RankStage, boundary_at_or_before
+from streams.core.ranker import learns_from_samples
+from streams.core.stages import Emitted, NormalizeStage, RankResult, RankStage, boundary_at_or_before
 from streams.settings import Settings
 
 
@@ -32,7 +32,8 @@ class RunCounts:
     """What a run saw and did; ``invalid`` holds each reason with its count (the dead letters)."""
 
     events: int = 0
-    samples: int = 0
+    samples: int = 0  # final z-values (what node-samples carries)
+    summaries: int = 0  # per-partition, per-boundary summaries to the ranking
     rankings: int = 0
     deltas: int = 0
     invalid: Counter[str] = field(default_factory=Counter)
@@ -52,14 +53,18 @@ class LocalPipeline:
     """
 
     def __init__(self, settings: Settings, partitions: int = 1,
-                 on_ranking: Callable[[RankResult], None] | None = None) -> None:
+                 on_ranking: Callable[[RankResult], None] | None = None,
+                 on_samples: Callable[[list[NormalizedTask]], None] | None = None) -> None:
         self.config = ranking_config(settings)
         self.partitions = partitions
         period, idle = self.config.period_us, job_idle_timeout_us(settings)
-        self._stages = [NormalizeStage(p, partitions, period, idle) for p in range(partitions)]
+        self.summaries = not learns_from_samples(self.config)  # else the detector needs every sample
+        self._stages = [NormalizeStage(p, partitions, period, idle, window_us=self.config.window_size_us,
+                                       summaries=self.summaries) for p in range(partitions)]
         self.ranking = PublishedRanking(RankStage(self.config, partitions), scores=False)
         self.counts = RunCounts()
         self.on_ranking = on_ranking
+        self.on_samples = on_samples  # the final z-values, as node-samples carries them
         self.last_ranking: RankResult | None = None
         self.node_classes: dict[str, NodeClass] = {}  # ML-NA: the latest class of each node, as node-classes keeps
 
@@ -80,15 +85,14 @@ class LocalPipeline:
             return []
         self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
         stage = self._stages[partition_for(event.job_id, self.partitions)]
-        samples, progress = stage.process(event)
-        return self._forward(samples, progress)
+        return self._forward(stage.process(event))
 
     def finish(self) -> list[BlacklistDelta]:
         """End of the trace: finalise open jobs and rank up to the last event."""
         deltas: list[BlacklistDelta] = []
         for stage in self._stages:
-            samples, _ = stage.flush()
-            deltas.extend(self._forward(samples, None))
+            emitted = stage.flush()
+            deltas.extend(self._forward(emitted._replace(progress=None)))
         if self.counts.last_ts_us >= 0:
             # Samples flushed here were emitted at the last event time: rank through the boundary after it,
             # so the final ranking includes every job of the trace.
@@ -107,11 +111,14 @@ class LocalPipeline:
         if finish:
             yield from self.finish()
 
-    def _forward(self, samples: list[NormalizedTask], progress: Progress | None) -> list[BlacklistDelta]:
-        for sample in samples:
-            self.ranking.take(sample)  # a sample alone ranks nothing
-        self.counts.samples += len(samples)
-        return [] if progress is None else self._collect(self.ranking.take(progress))
+    def _forward(self, emitted: Emitted) -> list[BlacklistDelta]:
+        for record in emitted.summaries if self.summaries else emitted.samples:
+            self.ranking.take(record)  # a summary (or sample) alone ranks nothing
+        self.counts.samples += len(emitted.samples)
+        self.counts.summaries += len(emitted.summaries)
+        if self.on_samples is not None and emitted.samples:
+            self.on_samples(emitted.samples)
+        return [] if emitted.progress is None else self._collect(self.ranking.take(emitted.progress))
 
     def _collect(self, publications: list[Publication]) -> list[BlacklistDelta]:
         deltas = []

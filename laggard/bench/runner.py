@@ -24,7 +24,7 @@ from laggard.bench.broker import stop_leftovers
 from laggard.bench.common import Sizes, say, sizes_document
 from laggard.bench.output import ratios
 
-STAGE_ORDER = ("floors", "inprocess", "nurd_cost", "kafka")
+STAGE_ORDER = ("floors", "inprocess", "nurd_cost", "kafka", "scale")
 
 
 class StageFailed(RuntimeError):

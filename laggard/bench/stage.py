@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from laggard.bench import floors, inprocess, kafka, nurd_cost
+from laggard.bench import floors, inprocess, kafka, nurd_cost, scale
 from laggard.bench.common import Sizes, google_events_spec, google_usage_spec, say, self_peak_mb, sizes_from
 from producers.registry import open_trace
 from streams.settings import Settings
@@ -58,11 +58,16 @@ def _kafka(config: dict[str, Any], settings: Settings, sizes: Sizes) -> dict[str
     return kafka.kafka_stage(Path(config["workdir"]), settings, sizes, events, config.get("bootstrap"))
 
 
+def _scale(config: dict[str, Any], settings: Settings, sizes: Sizes) -> dict[str, Any]:
+    return scale.scale_stage(sizes.scale_nodes)
+
+
 STAGES: dict[str, Callable[[dict[str, Any], Settings, Sizes], dict[str, Any]]] = {
     "floors": _floors,
     "inprocess": _inprocess,
     "nurd_cost": _nurd_cost,
     "kafka": _kafka,
+    "scale": _scale,
 }
 
 

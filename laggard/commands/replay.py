@@ -79,9 +79,10 @@ def replay(
     else:
         _print_summary(summary)
     if isinstance(sink, KafkaSink) and not trace.has_job_ends:
-        click.echo(f"note: {trace.format} traces carry no job ends; run the workers with "
-                   "LAGGARD_JOB_IDLE_TIMEOUT_S=600 (well below the window), or jobs are final only after their "
-                   "tasks left the window and nothing is ranked", err=True)
+        click.echo(f"note: {trace.format} traces carry no job ends: workers rank their jobs by provisional "
+                   "z-values until the job idle timeout makes them final; with LAGGARD_WAIT_FOR_JOB_EVENTS=false "
+                   "they also stop waiting for job-events at once instead of after LAGGARD_IDLE_STREAM_TIMEOUT_S",
+                   err=True)
     if isinstance(sink, KafkaSink) and sink.failed:
         raise UserError(f"{sink.failed} of {trace.events} events were not published: {sink.first_error}")
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 import faust
 import orjson
+from faust import streams as faust_streams
 from faust.types import EventT, StreamT, TopicT
 from faust.types.tuples import TP
 from mode.types.signals import SignalHandlerT
@@ -93,12 +95,50 @@ def unacked_events(stream: RawStream, reader: str = "", progress: ReadProgress |
 async def _observed(events: AsyncIterator[RawEvent], reader: str, progress: ReadProgress | None
                     ) -> AsyncIterator[RawEvent]:
     async for event in events:
-        message = event.message
-        metrics.EVENTS_IN.labels(message.topic, reader).inc()
-        if progress is not None:
-            progress.read((message.topic, message.partition), message.offset, message.timestamp or time.time(),
-                          time.monotonic())
+        _observe(event, reader, progress)
         yield event
+
+
+def _observe(event: RawEvent, reader: str, progress: ReadProgress | None) -> None:
+    message = event.message
+    metrics.EVENTS_IN.labels(message.topic, reader).inc()
+    if progress is not None:
+        progress.read((message.topic, message.partition), message.offset, message.timestamp or time.time(),
+                      time.monotonic())
+
+
+def unacked_batches(stream: RawStream, max_events: int, within_s: float, reader: str = "",
+                    progress: ReadProgress | None = None) -> AsyncIterator[list[RawEvent]]:
+    """An agent's events in batches (up to ``max_events``, or whatever came within ``within_s``), each
+    acknowledged only by the agent (Faust's ``noack_take``): one pass of the core per batch, not per event.
+    Each event is counted and noted as in ``unacked_events``.
+
+    Casts, narrowly: ``StreamT`` lacks ``noack_take``, which yields the buffered events.
+    """
+    batches = cast(AsyncIterator[list[RawEvent]], cast(faust.Stream[bytes], stream).noack_take(max_events, within_s))
+    return _observed_batches(batches, reader, progress)
+
+
+async def _observed_batches(batches: AsyncIterator[list[RawEvent]], reader: str, progress: ReadProgress | None
+                            ) -> AsyncIterator[list[RawEvent]]:
+    async for batch in batches:
+        for event in batch:
+            _observe(event, reader, progress)
+        yield batch
+
+
+def as_current(event: RawEvent) -> None:
+    """Make ``event`` the current event of this task only: a table write goes to the changelog partition of
+    its source partition (Faust reads it from a context variable). Per-event iteration sets it; a batch does
+    not, so a checkpoint of a partition sets it to one of that partition's events first.
+
+    Never through ``Stream._set_current_event``: that also sets the stream's ``current_event`` attribute,
+    which ``noack_take``'s buffering task reads *after* waiting for the agent to finish a batch, so a
+    checkpoint in between made it buffer the checkpoint's event a second time instead of the one it had just
+    received, and that one was lost (#18: a sample short after a restart, summaries that differed from the
+    in-process runner's without one).
+    """
+    faust_streams._current_event.set(weakref.ref(event))
 
 
 def on_revoke(app: faust.App, handler: Callable[[set[TP]], Awaitable[None]]) -> None:
@@ -127,6 +167,7 @@ class Checkpointer:
         self.key = key
         self.offsets: dict[str, int] = {}
         self._held: list[RawEvent] = []
+        self._last: RawEvent | None = None  # the last event held: its partition is the changelog's
 
     def load(self) -> dict[str, Any] | None:
         """The state saved under this key (None for a cold start); remembers the offsets it covers."""
@@ -144,6 +185,10 @@ class Checkpointer:
 
     async def save(self, stream: RawStream, state: Stateful) -> None:
         """Write the checkpoint, then ack every held event (in this order: see the module docstring)."""
+        if self._held:
+            self._last = self._held[-1]
+        if self._last is not None:
+            as_current(self._last)
         self.table[self.key] = pack(state.snapshot(), self.offsets)
         held, self._held = self._held, []
         for event in held:

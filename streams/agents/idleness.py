@@ -28,9 +28,8 @@ from faust.exceptions import NotReady
 from faust.types.tuples import TP
 
 from streams.agents.checkpoint import on_revoke
-from streams.core.events import NormalizedTask, Progress
 from streams.core.publication import Publication, PublishedRanking
-from streams.core.stages import NormalizeStage
+from streams.core.stages import Emitted, NormalizeStage
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +61,10 @@ class IdleClock:
         self._since.clear()
 
 
-def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> tuple[list[NormalizedTask], Progress | None]:
+def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> Emitted:
     """What a normalising partition releases once its job stream has held its task events back too long."""
     if not idle.overdue(stage.partition, stage.holds_progress):
-        return [], None
+        return Emitted([], [], None)
     log.warning("partition %d: no job event let task events pass a ranking boundary for %.0f s; they no "
                 "longer wait for job-events until the next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)",
                 stage.partition, idle.after_s)

@@ -1,4 +1,9 @@
-"""Agent ``normalise_tasks``: task and job events of one partition in, node samples and progress out."""
+"""Agent ``normalise_tasks``: task and job events of one partition in; final z-values (``node-samples``), and per
+ranking boundary a summary and a progress mark (``ranking-feed``) out.
+
+Events come in batches (``BATCH_MAX`` events or what arrived within ``BATCH_WITHIN_S``); each partition's share
+of a batch goes through its stage in one call, and the batch is acknowledged at the next checkpoint.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import asyncio
 import faust
 from faust.types import AgentT
 
-from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
+from streams.agents.checkpoint import PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import (
     IdleClock,
@@ -16,54 +21,70 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
-from streams.core.events import NormalizedTask, Progress
-from streams.core.stages import NormalizeStage
+from streams.core.events import Event
+from streams.core.ranker import learns_from_samples
+from streams.core.stages import Emitted, NormalizeStage
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
 
 CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is held un-acked
+BATCH_MAX = 2000  # events per batch at most
+BATCH_WITHIN_S = 0.05  # a batch waits at most this long to fill: small against a ranking period in wall time
 TOPICS = (TASK_EVENTS.name, JOB_EVENTS.name)
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
+    summaries = not learns_from_samples(wiring.ranking_config)  # else the detector needs every sample
     states = PartitionStates(
         app, wiring.normalise_checkpoints,
         lambda p: NormalizeStage(p, wiring.partitions, wiring.period_us, wiring.job_idle_timeout_us,
-                                 wait_for_job_events=wiring.settings.wait_for_job_events),
+                                 wait_for_job_events=wiring.settings.wait_for_job_events,
+                                 window_us=wiring.ranking_config.window_size_us, summaries=summaries),
         TOPICS, key=lambda p: f"normalise:{p}".encode())
     idle = IdleClock(wiring.settings.idle_stream_timeout_s)
     clear_on_revoke(app, idle, TOPICS)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     waiting: set[int] = set()  # partitions warned about waiting for job events
 
-    async def emit(samples: list[NormalizedTask], progress: Progress | None) -> None:
-        for sample in samples:
+    async def emit(emitted: Emitted) -> None:
+        # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
+        for sample in emitted.samples:
             await send(wiring.node_samples, sample.node_id, sample)
-            await send(wiring.ranking_feed, wiring.cluster_id, sample)
-        if progress is not None:
-            await send(wiring.ranking_feed, wiring.cluster_id, progress)
+            if not summaries:
+                await send(wiring.ranking_feed, wiring.cluster_id, sample)
+        for summary in emitted.summaries:
+            await send(wiring.ranking_feed, wiring.cluster_id, summary)
+        if emitted.progress is not None:
+            await send(wiring.ranking_feed, wiring.cluster_id, emitted.progress)
+
+    async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
+        stage = slot.state
+        emitted = stage.process_batch(events)
+        released = release_job_stream_if_idle(idle, stage)
+        warn_once_if_waiting(stage, wiring.job_idle_timeout_us, waiting)
+        await emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,
+                           released.progress or emitted.progress))
+        if emitted.progress is not None or released.progress is not None or slot.checkpointer.held >= CHECKPOINT_EVERY:
+            await slot.save(stream)
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: RawStream) -> None:
-        async for event in unacked_events(stream, "normalise_tasks", wiring.progress):
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "normalise_tasks", wiring.progress):
             async with lock:
-                admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
-                if admitted is None:
-                    continue
-                stage = admitted.slot.state
-                samples, progress = stage.process(admitted.record)
-                released, later = release_job_stream_if_idle(idle, stage)
-                warn_once_if_waiting(stage, wiring.job_idle_timeout_us, waiting)
-                await emit(samples + released, later or progress)
-                if progress is not None or later is not None or admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
-                    await admitted.slot.save(stream)
+                by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event]]] = {}
+                for event in batch:
+                    admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
+                    if admitted is not None:
+                        by_partition.setdefault(admitted.slot.partition, (admitted.slot, []))[1].append(admitted.record)
+                for slot, events in by_partition.values():
+                    await step(stream, slot, events)
 
     async def release_all() -> None:
-        # A crash before the agent's next checkpoint replays from the last one and sends the same samples again:
-        # the ranking keys samples by job and task, so a repeat replaces, never adds.
+        # A crash before the agent's next checkpoint replays from the last one and sends the same summaries
+        # again: the ranking keys them by partition and boundary, so a repeat replaces, never adds.
         for slot in states.slots():
-            await emit(*release_job_stream_if_idle(idle, slot.state))
+            await emit(release_job_stream_if_idle(idle, slot.state))
 
     idle_timer(app, idle, lock, "release_idle_job_streams", release_all)
     return normalise_tasks

@@ -10,7 +10,7 @@ import faust
 from faust.types import AgentT
 
 from streams import metrics
-from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
+from streams.agents.checkpoint import PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
@@ -18,6 +18,8 @@ from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
 
 CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional
+BATCH_MAX = 2000
+BATCH_WITHIN_S = 0.05
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
@@ -32,16 +34,20 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: RawStream) -> None:
-        async for event in unacked_events(stream, "predict_stragglers", wiring.progress):
-            # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
-            admitted = await states.admit(stream, event, None, wiring.task_events_types)
-            if admitted is None:
-                continue
-            prediction = admitted.slot.state.step(admitted.record)
-            if prediction is not None:
-                await send(wiring.straggler_predictions, prediction.job_id, prediction)
-                metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
-            if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
-                await admitted.slot.save(stream)
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "predict_stragglers", wiring.progress):
+            full: dict[int, Slot[PredictorFleet]] = {}
+            for event in batch:
+                # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
+                admitted = await states.admit(stream, event, None, wiring.task_events_types)
+                if admitted is None:
+                    continue
+                prediction = admitted.slot.state.step(admitted.record)
+                if prediction is not None:
+                    await send(wiring.straggler_predictions, prediction.job_id, prediction)
+                    metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
+                if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
+                    full[admitted.slot.partition] = admitted.slot
+            for slot in full.values():
+                await slot.save(stream)
 
     return predict_stragglers

@@ -1,7 +1,9 @@
 """Agent ``rank_nodes``: the cluster-wide ranking; publishes node scores, blacklist deltas and snapshots.
 
 The ranking feed has one partition, so the agent has one state: a ``PublishedRanking`` (streams.core.publication),
-which decides what leaves; the agent decodes, calls it, and sends.
+which decides what leaves; the agent decodes, calls it, and sends. The feed carries one summary per normalising
+partition and ranking period (and their progress marks), so its volume follows the nodes, not the tasks; it is
+read in batches like the task events.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import faust
 from faust.types import AgentT
 
 from streams import metrics
-from streams.agents.checkpoint import PartitionStates, RawStream, unacked_events
+from streams.agents.checkpoint import PartitionStates, RawStream, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
 from streams.core.publication import Publication, PublishedRanking
@@ -24,6 +26,8 @@ from streams.wiring import Wiring
 
 log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 20000
+BATCH_MAX = 500
+BATCH_WITHIN_S = 0.02
 
 
 def observe(publication: Publication) -> None:
@@ -71,19 +75,23 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     @app.agent(wiring.ranking_feed, name="rank_nodes")
     async def rank_nodes(stream: RawStream) -> None:
-        async for event in unacked_events(stream, "rank_nodes", wiring.progress):
+        async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "rank_nodes", wiring.progress):
             async with lock:
-                admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
-                if admitted is None:
-                    continue
-                ranking = admitted.slot.state
+                slot, publications = None, []
                 started = time.perf_counter()
-                publications = ranking.take(admitted.record) + rank_without_idle(idle, ranking)
+                for event in batch:
+                    admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
+                    if admitted is not None:
+                        slot = admitted.slot
+                        publications += slot.state.take(admitted.record)
+                if slot is None:
+                    continue
+                publications += rank_without_idle(idle, slot.state)
                 if publications:
                     metrics.RANKING_DURATION.observe(time.perf_counter() - started)
-                await publish(ranking, publications)
-                if publications or admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
-                    await admitted.slot.save(stream)
+                await publish(slot.state, publications)
+                if publications or slot.checkpointer.held >= CHECKPOINT_EVERY:
+                    await slot.save(stream)
 
     async def rank_without_idle_partitions() -> None:
         # A crash before the agent's next checkpoint replays the feed from the last one; the versions already

@@ -124,6 +124,33 @@ class Progress:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeMoments:
+    """Moments of one node's z-values whose tasks finished in one bucket of event time ``[bucket_us,
+    bucket_us + width)``: count, mean and the sum of squared deviations (Welford's M2), mergeable exactly."""
+
+    node_id: str
+    bucket_us: int
+    n: int
+    mean: float
+    m2: float
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSummary:
+    """What one normalising partition sends the ranking for the boundary ``boundary_us``: per node and bucket,
+    the moments of the z-values it added (final, or provisional for jobs still running) and of those it
+    withdrew (provisional values now replaced). Applied at ``boundary_us``; ``(partition, boundary_us)`` is
+    its identity, so a redelivered summary replaces itself."""
+
+    partition: int
+    partitions: int
+    boundary_us: int
+    bucket_width_us: int
+    added: tuple[NodeMoments, ...]
+    removed: tuple[NodeMoments, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NodeScore:
     """Window statistics of one node's z-values; the interval is absent for n < 2."""
 
@@ -232,8 +259,10 @@ class BlacklistSnapshot:
         return frozenset(entry.node_id for entry in self.nodes)
 
 
-def validate(event: Event) -> str | None:
+def validate(event: Event | NodeSummary) -> str | None:
     """Return why ``event`` is invalid (SPEC 2), or None when it is valid."""
+    if isinstance(event, NodeSummary):
+        return _summary_problem(event)
     if event.ts_us < 0:
         return f"negative ts_us: {event.ts_us}"
     if isinstance(event, TaskFinish):
@@ -260,6 +289,16 @@ def validate(event: Event) -> str | None:
             return f"negative attempt: {event.attempt}"
     if isinstance(event, JobStart) and event.declared_tasks is not None and event.declared_tasks < 0:
         return f"negative declared_tasks: {event.declared_tasks}"
+    return None
+
+
+def _summary_problem(summary: NodeSummary) -> str | None:
+    if summary.bucket_width_us <= 0 or summary.boundary_us < 0 or not 0 <= summary.partition < summary.partitions:
+        return (f"summary of partition {summary.partition} of {summary.partitions}, boundary {summary.boundary_us}, "
+                f"buckets of {summary.bucket_width_us} us")
+    for m in summary.added + summary.removed:
+        if m.n <= 0 or m.m2 < 0 or not (math.isfinite(m.mean) and math.isfinite(m.m2)):
+            return f"moments of node {m.node_id!r} not a count, finite mean and m2 >= 0: {m.n}, {m.mean}, {m.m2}"
     return None
 
 

@@ -33,9 +33,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeClass, NodeScore, NormalizedTask, Progress
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    NodeClass,
+    NodeScore,
+    NodeSummary,
+    NormalizedTask,
+    Progress,
+)
+from streams.core.rank_stage import RankResult, RankStage
 from streams.core.ranking import ScoreChanges
-from streams.core.stages import RankResult, RankStage
 
 LATE_WARNING_MIN = 100  # late samples before the warning can fire
 LATE_WARNING_SHARE = 0.1  # of all samples seen
@@ -78,7 +86,7 @@ class PublishedRanking:
         self.stage.ranker.adopt(published)
         return True
 
-    def take(self, record: NormalizedTask | Progress) -> list[Publication]:
+    def take(self, record: NodeSummary | NormalizedTask | Progress) -> list[Publication]:
         """A record of the ranking feed in; what the boundaries it completed publish out."""
         if isinstance(record, Progress):
             return self.publish(self.stage.progress(record))
@@ -118,8 +126,8 @@ class PublishedRanking:
             return None
         self._warned_late = True
         return (f"{late} of {seen} z-values reached the ranking after their task had left the window and were "
-                "never ranked: jobs with no JobFinish are final only after LAGGARD_JOB_IDLE_TIMEOUT_S; keep it "
-                "well below LAGGARD_WINDOW_SIZE_S")
+                "never ranked (neither provisionally nor finally): a normalising partition lags far behind the "
+                "others, or its events arrive late")
 
     def snapshot(self) -> dict[str, Any]:
         return self.stage.snapshot()

@@ -18,13 +18,14 @@ from streams.core.decision.book import BlacklistBook
 from streams.core.decision.policy import BlacklistPolicy, Verdict
 from streams.core.decision.registry import POLICIES
 from streams.core.detection.base import Evidence, NodeDetector, WindowView
-from streams.core.events import BlacklistDelta, BlacklistSnapshot, NormalizedTask
+from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeSummary, NormalizedTask
 from streams.core.ranking import NodeRank, Ranking
 from streams.core.ranking_config import RankingConfig
 from streams.core.windows import NodeStats, NodeWindows
 
-# 2: the detector's state joined the snapshot (issue 14); a version-1 snapshot means a cold start.
-SNAPSHOT_VERSION = 2
+# 2: the detector's state joined the snapshot (issue 14); 3: windows of moments (issue 18). Another version
+# means a cold start.
+SNAPSHOT_VERSION = 3
 
 
 class NodeRanker:
@@ -69,6 +70,11 @@ class NodeRanker:
         """Add one node sample (a later sample of the same job and task replaces the earlier one)."""
         self._windows.update(sample)
         self.detector.learn(sample)
+
+    def merge(self, summary: NodeSummary) -> None:
+        """Add a normalising partition's per-node moments (see ``NodeWindows.merge``). Detectors see them
+        through the window statistics; ``learn`` is called with single samples only."""
+        self._windows.merge(summary)
 
     def rank(self, now_us: int) -> Ranking:
         """Statistics, level and verdict of every node in the window ending at the period boundary
@@ -115,6 +121,13 @@ class NodeRanker:
         book.load(state["book"])
         detector.restore(saved["state"])
         self._windows, self._book, self.detector = windows, book, detector
+
+
+def learns_from_samples(config: RankingConfig) -> bool:
+    """Whether the policy's detector learns from single samples (``learn``), so the ranking must be fed
+    samples; detectors that read only the window statistics declare ``learns_from_samples = False`` and are
+    fed per-node summaries instead (issue 18)."""
+    return bool(getattr(POLICIES.get(config.policy).detector(config), "learns_from_samples", True))
 
 
 def _ordered_rows(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],

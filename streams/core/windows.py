@@ -7,23 +7,31 @@ For each node: n, mean, population std (DSB divides by n) and the Student-t inte
 against all nodes of the window is ``n / mean_count`` (``mean_count``: the mean n over the nodes seen),
 so 1.0 is an average load.
 
-Samples are keyed by (job_id, task_id): a later sample of the same task replaces the earlier one, so
-a final z-value replaces its provisional one and a redelivered record does not count twice.
+What the windows store is moments (``streams.core.moments``) per node and per *bucket* of task finish time,
+``bucket_width(window, step)`` wide, so that every window is a whole number of buckets and its statistics are
+exact. Each contribution has a key and replaces an earlier one of the same key: a single sample is keyed by
+(job_id, task_id), so a redelivered sample does not count twice; a ``NodeSummary`` from a normalising partition
+by (partition, boundary), so a redelivered summary replaces itself, and the provisional values it withdraws
+leave with it. A node's statistics combine its contributions with exactly rounded sums (``combine``): they do
+not depend on the order in which contributions arrived.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from streams.core.events import NormalizedTask
+from streams.core.events import NodeMoments, NodeSummary, NormalizedTask
+from streams.core.moments import EMPTY, Moments, bucket_width
 
-SNAPSHOT_VERSION = 1
+# 2: moments per node and bucket instead of single samples (issue 18).
+SNAPSHOT_VERSION = 2
 
-_Key = tuple[str, str]
+_Key = tuple[str | int, ...]  # ("task", job, task) or ("summary", partition, boundary)
+_Signed = tuple[int, float, float]  # (n, mean, M2) of added values; n and M2 negative for withdrawn ones
+_Cell = dict[_Key, list[_Signed]]  # key -> its groups of values in one bucket of one node
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +77,7 @@ def summarize(node_id: str, values: list[float], confidence: float = 0.95) -> No
 
 
 class NodeWindows:
-    """Keep each node's recent z-values and summarise the window ending at a given event time.
+    """Keep each node's recent z-values as moments per bucket and summarise the window ending at an event time.
 
     >>> windows = NodeWindows(window_size_us=3_600_000_000, step_us=300_000_000)
     >>> for i, z in enumerate([0.1, 0.3, 0.2]):
@@ -91,16 +99,16 @@ class NodeWindows:
             raise ValueError("window_size_us and step_us must be positive")
         self.window_size_us = window_size_us
         self.step_us = step_us
+        self.bucket_us = bucket_width(window_size_us, step_us)
         self.confidence = confidence
         t_quantile(2, confidence)  # scipy's import (most of a second) belongs to set-up, not to the first period
         self._reset()
 
     def _reset(self) -> None:
         self._total = 0  # sum of n over the cached nodes
-        self._samples: dict[str, dict[_Key, tuple[int, float]]] = {}  # node -> key -> (ts, z)
-        self._node_of: dict[_Key, str] = {}
-        self._expiry: list[tuple[int, str, str]] = []  # (ts, job, task) of every stored sample
-        self._pending: list[tuple[int, str, str]] = []  # samples at or after the window end
+        self._cells: dict[str, dict[int, _Cell]] = {}  # node -> bucket start -> contributions
+        self._buckets: dict[int, set[str]] = {}  # bucket start -> nodes with contributions in it
+        self._where: dict[_Key, set[tuple[int, str]]] = {}  # key -> the cells it contributes to
         self._dirty: set[str] = set()
         self._cache: dict[str, NodeStats] = {}
         self._end: int | None = None
@@ -113,58 +121,74 @@ class NodeWindows:
 
     @property
     def stored_samples(self) -> int:
-        return len(self._node_of)
+        """Contributions stored (single samples, or one per node and bucket of a summary)."""
+        return sum(len(cell) for buckets in self._cells.values() for cell in buckets.values())
 
     def update(self, sample: NormalizedTask) -> None:
         """Add one z-value; a sample older than the current window is counted as late and dropped."""
+        bucket = sample.ts_us - sample.ts_us % self.bucket_us
+        self._put(("task", sample.job_id, sample.task_id), {(bucket, sample.node_id): [(1, sample.z, 0.0)]})
+
+    def merge(self, summary: NodeSummary) -> None:
+        """Add a partition's summary; it replaces an earlier one of the same partition and boundary."""
+        if self.bucket_us % summary.bucket_width_us:
+            raise ValueError(f"summary buckets of {summary.bucket_width_us} us do not fit windows of "
+                             f"{self.window_size_us} us stepping {self.step_us} us")
+        parts: dict[tuple[int, str], list[_Signed]] = {}
+        width = self.bucket_us
+        for m in summary.added:
+            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((m.n, m.mean, m.m2))
+        for m in summary.removed:  # withdrawn: the same moments with a negative count
+            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((-m.n, m.mean, -m.m2))
+        self._put(("summary", summary.partition, summary.boundary_us), parts)
+
+    def _put(self, key: _Key, parts: dict[tuple[int, str], list[_Signed]]) -> None:
+        for bucket, node in self._where.pop(key, ()):
+            cell = self._cells.get(node, {}).get(bucket)
+            if cell is not None and cell.pop(key, None) is not None:
+                self._touch(bucket, node)
         window = self.window
-        if window is not None and sample.ts_us < window[0]:
-            self.late_samples += 1
-            return
-        key = (sample.job_id, sample.task_id)
-        previous = self._node_of.get(key)
-        if previous is not None:
-            del self._samples[previous][key]
-            self._dirty.add(previous)
-        self._samples.setdefault(sample.node_id, {})[key] = (sample.ts_us, sample.z)
-        self._node_of[key] = sample.node_id
-        heapq.heappush(self._expiry, (sample.ts_us, *key))
-        if window is None or sample.ts_us >= window[1]:
-            heapq.heappush(self._pending, (sample.ts_us, *key))
-        else:
-            self._dirty.add(sample.node_id)
+        where = set()
+        for (bucket, node), signed in parts.items():
+            if window is not None and bucket < window[0]:
+                self.late_samples += max(0, sum(n for n, _, _ in signed))  # net values never counted
+                continue
+            self._cells.setdefault(node, {}).setdefault(bucket, {})[key] = signed
+            self._buckets.setdefault(bucket, set()).add(node)
+            self._touch(bucket, node)
+            where.add((bucket, node))
+        if where:
+            self._where[key] = where
+
+    def _touch(self, bucket: int, node: str) -> None:
+        if self._end is None or bucket < self._end:
+            self._dirty.add(node)
 
     def advance(self, now_us: int) -> tuple[int, int]:
         """Move to the window ending at the last step boundary at or before ``now_us``; never back."""
         end = now_us - now_us % self.step_us
-        if self._end is not None and end < self._end:
-            end = self._end
+        previous = self._end
+        if previous is not None and end < previous:
+            end = previous
         self._end = end
         start = end - self.window_size_us
-        while self._expiry and self._expiry[0][0] < start:
-            ts, job, task = heapq.heappop(self._expiry)
-            node = self._current_node(ts, (job, task))
-            if node is not None:
-                del self._samples[node][(job, task)]
-                del self._node_of[(job, task)]
-                self._dirty.add(node)
-                if not self._samples[node]:
-                    del self._samples[node]
-        if self._pending and self._pending[0][0] < end:
-            self._admit(end)
+        for bucket in [b for b in self._buckets if b < start or ((previous is None or b >= previous) and b < end)]:
+            self._dirty.update(self._buckets[bucket])
+            if bucket < start:  # expired
+                for node in self._buckets.pop(bucket):
+                    buckets = self._cells[node]
+                    for key in buckets.pop(bucket):
+                        self._forget(key, bucket, node)
+                    if not buckets:
+                        del self._cells[node]
         return start, end
 
-    def _admit(self, end: int) -> None:
-        # One linear pass rather than a pop per sample: before the first window, or after a restore,
-        # every stored sample may be pending at once.
-        waiting = []
-        for ts, job, task in self._pending:
-            if ts >= end:
-                waiting.append((ts, job, task))
-            elif (node := self._node_of.get((job, task))) is not None:
-                self._dirty.add(node)
-        heapq.heapify(waiting)
-        self._pending = waiting
+    def _forget(self, key: _Key, bucket: int, node: str) -> None:
+        where = self._where.get(key)
+        if where is not None:
+            where.discard((bucket, node))
+            if not where:
+                del self._where[key]
 
     def stats(self) -> dict[str, NodeStats]:
         """Statistics of every node with at least one sample in the current window."""
@@ -175,10 +199,12 @@ class NodeWindows:
         for node in self._dirty:
             old = self._cache.pop(node, None)
             self._total -= 0 if old is None else old.n
-            values = [z for ts, z in self._samples.get(node, {}).values() if start <= ts < end]
-            if values:
-                self._cache[node] = summarize(node, values, self.confidence)
-                self._total += len(values)
+            signed = [t for bucket, cell in self._cells.get(node, {}).items() if start <= bucket < end
+                      for ts in cell.values() for t in ts]
+            total = combine(signed)
+            if total.n > 0:
+                self._cache[node] = from_moments(node, total, self.confidence)
+                self._total += total.n
         self._dirty.clear()
         return dict(self._cache)
 
@@ -188,16 +214,15 @@ class NodeWindows:
         return self._total / len(self._cache) if self._cache else 0.0
 
     def snapshot(self) -> dict[str, Any]:
-        """Plain JSON-able state (every stored sample and the window end)."""
+        """Plain JSON-able state (every stored contribution and the window end)."""
         return {
             "version": SNAPSHOT_VERSION,
             "end_us": self._end,
             "late_samples": self.late_samples,
-            "samples": [
-                [job, task, node, ts, z]
-                for node, samples in self._samples.items()
-                for (job, task), (ts, z) in samples.items()
-            ],
+            "cells": [[bucket, node, list(key), [list(t) for t in signed]]
+                      for node, buckets in self._cells.items()
+                      for bucket, cell in buckets.items()
+                      for key, signed in cell.items()],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -207,20 +232,48 @@ class NodeWindows:
         self._reset()
         self._end = None if state["end_us"] is None else int(state["end_us"])
         self.late_samples = int(state["late_samples"])
-        for job, task, node, ts, z in state["samples"]:
-            key = (str(job), str(task))
-            self._samples.setdefault(node, {})[key] = (int(ts), float(z))
-            self._node_of[key] = node
-            self._expiry.append((int(ts), *key))
-            if self._end is None or ts >= self._end:
-                self._pending.append((int(ts), *key))
-        heapq.heapify(self._expiry)
-        heapq.heapify(self._pending)
-        self._dirty = set(self._samples)
+        for bucket, node, key, signed in state["cells"]:
+            k: _Key = tuple(key)
+            self._cells.setdefault(str(node), {}).setdefault(int(bucket), {})[k] = [
+                (int(n), float(mean), float(m2)) for n, mean, m2 in signed]
+            self._buckets.setdefault(int(bucket), set()).add(str(node))
+            self._where.setdefault(k, set()).add((int(bucket), str(node)))
+        self._dirty = set(self._cells)
 
-    def _current_node(self, ts: int, key: _Key) -> str | None:
-        """The node still holding ``key`` at time ``ts``, or None when the heap entry is stale."""
-        node = self._node_of.get(key)
-        if node is None or self._samples[node].get(key, (None, 0.0))[0] != ts:
-            return None
-        return node
+
+def combine(signed: list[_Signed]) -> Moments:
+    """The moments of groups of values given as (n, mean, M2) each, a negative n (and M2) for withdrawn ones.
+
+    ``M2 = sum(M2_g + n_g (mean_g - mean)^2)`` holds for any split into groups, withdrawn ones included; with
+    exactly rounded sums (``math.fsum``) the result does not depend on the order of the groups, so nothing
+    about how summaries arrived can change a bit of it.
+
+    >>> combine([(2, 1.5, 0.5), (1, 4.0, 0.0), (-1, 4.0, -0.0)])
+    Moments(n=2, mean=1.5, m2=0.5)
+    """
+    n = sum(t[0] for t in signed)
+    if n <= 0:
+        return EMPTY
+    mean = math.fsum(c * m for c, m, _ in signed) / n
+    m2 = math.fsum(q + c * (m - mean) ** 2 for c, m, q in signed)
+    return Moments(n, mean, max(m2, 0.0))
+
+
+def from_moments(node_id: str, moments: Moments, confidence: float = 0.95) -> NodeStats:
+    """A node's window statistics from the moments of its z-values (population std, Student-t interval).
+
+    >>> s = from_moments("n1", Moments.of([0.0, 1.0, 2.0]))
+    >>> s == summarize("n1", [0.0, 1.0, 2.0])
+    True
+    """
+    n, mean, std = moments.n, moments.mean, moments.std
+    if n < 2:
+        return NodeStats(node_id, n, mean, std, None, None)
+    half = t_quantile(n, confidence) * std / math.sqrt(n)
+    return NodeStats(node_id, n, mean, std, mean - half, mean + half)
+
+
+def moments_rows(values: dict[tuple[str, int], list[float]]) -> tuple[NodeMoments, ...]:
+    """``NodeMoments`` of the values per (node, bucket), in node then bucket order."""
+    return tuple(NodeMoments(node, bucket, (m := Moments.of(v)).n, m.mean, m.m2)
+                 for (node, bucket), v in sorted(values.items()) if v)

@@ -5,8 +5,13 @@ A task's z-value is ``(D_i - mean_j) / std_j`` over the durations of its job's S
 ``JobFinish``, all declared tasks succeeded, or no event for the job during ``job_idle_timeout_us``
 of event time. Values emitted then equal the batch formula (computed with numpy) exactly.
 
-With ``provisional=True`` each success is also scored at once against the job's running mean and
-std (Welford) and marked provisional; the final value of the same task replaces it downstream.
+With ``provisional=True``, ``rescore`` gives jobs still running provisional values: each success against
+the mean and std of the job's successes so far, marked provisional, for every job whose successes changed
+since the last call (the stages call it once per ranking boundary). A job's standing provisional values are
+withdrawn (``take_withdrawn``) when new ones replace them and when the job becomes final, so downstream a
+task counts once: provisionally while its job runs, finally once it ended. Scored against all successes of
+the job so far, a job's provisional values have mean 0 like its final ones, with no bias towards the tasks
+that finished first.
 
 Only the first SUCCEEDED attempt of a task id counts (a re-run of a finished task would otherwise
 weigh twice); failed, killed, evicted and lost attempts never count. Events of a job that is already
@@ -16,7 +21,6 @@ final are counted in ``late_events`` and otherwise ignored.
 from __future__ import annotations
 
 import heapq
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +28,10 @@ import numpy as np
 
 from streams.core.events import Event, JobFinish, JobStart, NormalizedTask, TaskFinish
 
-SNAPSHOT_VERSION = 1
+# 2: provisional values by rescoring at boundaries (issue 18) replaced the per-success running moments.
+SNAPSHOT_VERSION = 2
+MIN_SUCCESSES = 2  # fewer successes, or a std of 0, give no z-values (SPEC 3)
+PROVISIONAL_MIN_SUCCESSES = 2  # a running job is scored provisionally from this many successes on
 
 
 @dataclass(slots=True)
@@ -39,12 +46,11 @@ class _Success:
 @dataclass(slots=True)
 class _Job:
     last_ts_us: int
+    first_ts_us: int
     declared_tasks: int | None = None
     successes: dict[str, _Success] = field(default_factory=dict)
-    # Welford running moments, only used for provisional values.
-    count: int = 0
-    mean: float = 0.0
-    m2: float = 0.0
+    changed: bool = False  # successes changed since the last provisional values
+    sent: list[NormalizedTask] = field(default_factory=list)  # its standing provisional values
 
 
 class JobNormalizer:
@@ -60,16 +66,20 @@ class JobNormalizer:
     [-1.2247, 0.0, 1.2247]
     """
 
-    def __init__(self, job_idle_timeout_us: int = 3_600_000_000, provisional: bool = False) -> None:
+    def __init__(self, job_idle_timeout_us: int = 3_600_000_000, provisional: bool = False,
+                 quiet_us: int = 0, age_us: int = 0) -> None:
         if job_idle_timeout_us <= 0:
             raise ValueError(f"job_idle_timeout_us must be positive, got {job_idle_timeout_us}")
         self.job_idle_timeout_us = job_idle_timeout_us
         self.provisional = provisional
+        self.quiet_us = quiet_us  # a job is scored provisionally once it had no event for this long ...
+        self.age_us = age_us  # ... or once it has run this long
         self._jobs: dict[str, _Job] = {}
         self._finished: dict[str, int] = {}  # job id -> event time it became final
         self._finished_order: list[tuple[int, str]] = []  # heap over _finished, to forget in time order
         self._idle: list[tuple[int, str]] = []  # (a past last_ts_us, job id), one per open job
         self._watermark = -1
+        self._withdrawn: list[tuple[int, NormalizedTask]] = []  # (event time withdrawn, provisional value)
         self.late_events = 0
 
     @property
@@ -129,10 +139,12 @@ class JobNormalizer:
             "late_events": self.late_events,
             "finished": sorted(self._finished.items()),
             "jobs": [
-                [job_id, job.last_ts_us, job.declared_tasks, job.count, job.mean, job.m2,
-                 [[s.task_id, s.attempt, s.node_id, s.ts_us, s.duration_us] for s in job.successes.values()]]
+                [job_id, job.first_ts_us, job.last_ts_us, job.declared_tasks, job.changed,
+                 [[s.task_id, s.attempt, s.node_id, s.ts_us, s.duration_us] for s in job.successes.values()],
+                 [[p.task_id, p.attempt, p.node_id, p.ts_us, p.duration_us, p.z, p.emitted_us] for p in job.sent]]
                 for job_id, job in self._jobs.items()
             ],
+            "withdrawn": [[at, _row(p)] for at, p in self._withdrawn],
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -145,13 +157,15 @@ class JobNormalizer:
         self._finished_order = [(ts, job) for job, ts in self._finished.items()]
         heapq.heapify(self._finished_order)
         self._jobs = {}
-        for job_id, last_ts, declared, count, mean, m2, successes in state["jobs"]:
-            job = _Job(int(last_ts), declared, count=int(count), mean=float(mean), m2=float(m2))
+        for job_id, first_ts, last_ts, declared, changed, successes, sent in state["jobs"]:
+            job = _Job(int(last_ts), int(first_ts), declared, changed=bool(changed))
             for task_id, attempt, node_id, ts_us, duration_us in successes:
                 job.successes[task_id] = _Success(
                     task_id, int(attempt), node_id, int(ts_us), int(duration_us)
                 )
+            job.sent = [_from_row([job_id, *row[:6], True, row[6]]) for row in sent]
             self._jobs[job_id] = job
+        self._withdrawn = [(int(at), _from_row(row)) for at, row in state["withdrawn"]]
         self._idle = [(job.last_ts_us, job_id) for job_id, job in self._jobs.items()]
         heapq.heapify(self._idle)
 
@@ -160,7 +174,7 @@ class JobNormalizer:
     def _apply(self, event: Event) -> list[NormalizedTask]:
         job = self._jobs.get(event.job_id)
         if job is None:
-            job = self._jobs[event.job_id] = _Job(event.ts_us)
+            job = self._jobs[event.job_id] = _Job(event.ts_us, event.ts_us)
             heapq.heappush(self._idle, (event.ts_us, event.job_id))
         elif event.ts_us > job.last_ts_us:
             job.last_ts_us = event.ts_us
@@ -175,35 +189,43 @@ class JobNormalizer:
             job.successes[event.task_id] = _Success(
                 event.task_id, event.attempt, event.node_id, event.ts_us, event.duration_us
             )
-            provisional = self._provisional(event.job_id, job, job.successes[event.task_id])
+            job.changed = True
             if job.declared_tasks is not None and len(job.successes) >= job.declared_tasks:
                 return self._finalise(event.job_id, event.ts_us)
-            return provisional
         return []
 
-    def _provisional(self, job_id: str, job: _Job, success: _Success) -> list[NormalizedTask]:
-        job.count += 1
-        delta = success.duration_us - job.mean
-        job.mean += delta / job.count
-        job.m2 += delta * (success.duration_us - job.mean)
-        if not self.provisional or job.count < 2 or job.m2 <= 0.0:
+    def rescore(self, emitted_us: int, horizon_us: int | None = None) -> list[NormalizedTask]:
+        """Provisional values, as of ``emitted_us``, of every open job whose successes changed since the last
+        call and that has been quiet for ``quiet_us`` or running for ``age_us`` (only the values of tasks that
+        finished at or after ``horizon_us``: older ones are out of every window anyway); the values they
+        replace are withdrawn. Nothing when ``provisional`` is off."""
+        if not self.provisional:
             return []
-        z = (success.duration_us - job.mean) / math.sqrt(job.m2 / job.count)
-        return [_sample(job_id, success, z, success.ts_us, provisional=True)]
+        out: list[NormalizedTask] = []
+        due = [j for j, job in self._jobs.items() if job.changed and (
+            emitted_us - job.last_ts_us >= self.quiet_us or emitted_us - job.first_ts_us >= self.age_us)]
+        for job_id in sorted(due):
+            job = self._jobs[job_id]
+            job.changed = False
+            self._withdrawn.extend((emitted_us, p) for p in job.sent)
+            scored = _scored(job_id, job, emitted_us, provisional=True) if len(
+                job.successes) >= PROVISIONAL_MIN_SUCCESSES else []
+            job.sent = [s for s in scored if horizon_us is None or s.ts_us >= horizon_us]
+            out.extend(job.sent)
+        return out
+
+    def take_withdrawn(self) -> list[tuple[int, NormalizedTask]]:
+        """``(event time, value)`` of the provisional values withdrawn since the last call: replaced by newer
+        ones, or their job became final (at that event time)."""
+        withdrawn, self._withdrawn = self._withdrawn, []
+        return withdrawn
 
     def _finalise(self, job_id: str, final_ts_us: int) -> list[NormalizedTask]:
         job = self._jobs.pop(job_id)
         self._finished[job_id] = final_ts_us
         heapq.heappush(self._finished_order, (final_ts_us, job_id))
-        successes = sorted(job.successes.values(), key=lambda s: (s.ts_us, s.task_id))
-        if len(successes) < 2:
-            return []
-        durations = np.array([s.duration_us for s in successes], dtype=np.float64)
-        mean = float(np.mean(durations))
-        std = float(np.std(durations))
-        if std == 0.0:
-            return []
-        return [_sample(job_id, s, (s.duration_us - mean) / std, final_ts_us) for s in successes]
+        self._withdrawn.extend((final_ts_us, p) for p in job.sent)
+        return _scored(job_id, job, final_ts_us, provisional=False)
 
     def _forget_finished(self, now_us: int) -> None:
         # A final job is remembered for one more timeout so that its stragglers count as late,
@@ -213,6 +235,30 @@ class JobNormalizer:
             ts, job_id = heapq.heappop(self._finished_order)
             if self._finished.get(job_id) == ts:
                 del self._finished[job_id]
+
+
+def _scored(job_id: str, job: _Job, emitted_us: int, provisional: bool) -> list[NormalizedTask]:
+    """Every success of ``job`` against the job's mean and population std (the batch formula)."""
+    successes = sorted(job.successes.values(), key=lambda s: (s.ts_us, s.task_id))
+    if len(successes) < MIN_SUCCESSES:
+        return []
+    durations = np.array([s.duration_us for s in successes], dtype=np.float64)
+    mean = float(np.mean(durations))
+    std = float(np.std(durations))
+    if std == 0.0:
+        return []
+    return [_sample(job_id, s, (s.duration_us - mean) / std, emitted_us, provisional) for s in successes]
+
+
+def _row(sample: NormalizedTask) -> list[Any]:
+    return [sample.job_id, sample.task_id, sample.attempt, sample.node_id, sample.ts_us, sample.duration_us,
+            sample.z, sample.provisional, sample.emitted_us]
+
+
+def _from_row(row: list[Any]) -> NormalizedTask:
+    job, task, attempt, node, ts, duration, z, provisional, emitted = row
+    return NormalizedTask(str(job), str(task), int(attempt), str(node), int(ts), int(duration), float(z),
+                          bool(provisional), None if emitted is None else int(emitted))
 
 
 def _sample(job_id: str, success: _Success, z: float, emitted_us: int, provisional: bool = False) -> NormalizedTask:

@@ -45,6 +45,8 @@ RECORD_TYPES: tuple[type, ...] = (
     ev.JobFinish,
     ev.NormalizedTask,
     ev.Progress,
+    ev.NodeMoments,
+    ev.NodeSummary,
     ev.NodeScore,
     ev.NodeClass,
     ev.StragglerPrediction,
@@ -117,9 +119,11 @@ def _mappers(record_type: type) -> tuple[Callable[[Any], dict[str, Any]], Callab
             return data
 
         return checkpoint_to, plain_from
-    if record_type in (ev.BlacklistDelta, ev.BlacklistSnapshot):
-        lists = ("added", "removed") if record_type is ev.BlacklistDelta else ("nodes",)
-        item_types = {"added": ev.BlacklistEntry, "removed": ev.RemovedEntry, "nodes": ev.BlacklistEntry}
+    if record_type in (ev.BlacklistDelta, ev.BlacklistSnapshot, ev.NodeSummary):
+        lists = ("nodes",) if record_type is ev.BlacklistSnapshot else ("added", "removed")
+        item_types: dict[str, type] = (
+            {"added": ev.NodeMoments, "removed": ev.NodeMoments} if record_type is ev.NodeSummary
+            else {"added": ev.BlacklistEntry, "removed": ev.RemovedEntry, "nodes": ev.BlacklistEntry})
 
         def nested_to(obj: Any) -> dict[str, Any]:
             data = plain_to(obj)

@@ -69,11 +69,13 @@ BLACKLIST_SNAPSHOT = Topic(
     "blacklist-snapshot", "cluster_id", (ev.BlacklistSnapshot,), 1, compacted=True,
     doc="full current blacklist; adapters resynchronise from it",
 )
-# Internal: every node sample and each partition's progress, on ONE partition, so that one ranking agent sees
-# the whole cluster and can rank a period only once every partition of task-events has passed it.
+# Internal: each partition's per-node summaries (moments per node and bucket, one record per partition and period)
+# and progress, on ONE partition, so that one ranking agent sees the whole cluster and can rank a period only once
+# every partition of task-events has passed it. Its volume follows the active nodes per period, not the task rate.
+# Single samples (NormalizedTask) are still accepted: records written before summaries existed.
 RANKING_FEED = Topic(
-    "ranking-feed", "cluster_id", (ev.NormalizedTask, ev.Progress), 1,
-    doc="internal: samples and progress for the ranking",
+    "ranking-feed", "cluster_id", (ev.NodeSummary, ev.Progress, ev.NormalizedTask), 1,
+    doc="internal: per-node summaries and progress for the ranking",
 )
 DEAD_LETTERS = Topic(
     "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"

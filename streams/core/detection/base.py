@@ -83,6 +83,7 @@ class NoopDetector:
     """Suspects nothing: the do-nothing default that shows a policy's guards alone (deny-list only)."""
 
     name = "noop"
+    learns_from_samples = False
 
     def learn(self, sample: NormalizedTask) -> None:
         return None

@@ -33,6 +33,7 @@ class PCoresDetector:
     """
 
     name = "pcores"
+    learns_from_samples = False  # the window statistics are its whole evidence: summaries serve it (#18)
 
     def __init__(self, min_tasks: int = 5, significance_floor: float | None = 0.25,
                  confidence: float = 0.95) -> None:

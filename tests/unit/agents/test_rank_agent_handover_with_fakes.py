@@ -14,7 +14,7 @@ from typing import Any
 from producers.registry import open_trace
 from streams.agents import rank
 from streams.config import ranking_config
-from streams.core.events import BlacklistSnapshot, NormalizedTask, Progress
+from streams.core.events import BlacklistSnapshot, NodeSummary, NormalizedTask, Progress
 from streams.core.stages import NormalizeStage
 from streams.serde import codec
 from streams.settings import Settings
@@ -24,11 +24,12 @@ CONFIG = ranking_config(SETTINGS)
 
 
 def _feed() -> list[bytes]:
-    stage = NormalizeStage(0, 1, CONFIG.period_us, 3_600_000_000, wait_for_job_events=True)
+    stage = NormalizeStage(0, 1, CONFIG.period_us, 3_600_000_000, wait_for_job_events=True,
+                           window_us=CONFIG.window_size_us)
     records: list[Any] = []
     for event in open_trace("synthetic:nodes=30,slow=3,jobs=300,slowdown=1.4,seed=2"):
-        samples, progress = stage.process(event)
-        records += samples + ([progress] if progress else [])
+        _, summaries, progress = stage.process(event)
+        records += summaries + ([progress] if progress else [])
     return [codec.encode(r) for r in records]
 
 
@@ -60,6 +61,13 @@ class FakeTopic:
             self.cluster.snapshots.append(record)
 
 
+class FakeEvent:
+    """A Faust event's one part the agent reads (a class: Faust keeps a weak reference to the current event)."""
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+
+
 class FakeStream:
     def __init__(self, start: int, stop: int) -> None:
         self.start, self.stop, self.acked = start, stop, set()
@@ -71,7 +79,17 @@ class FakeStream:
         for offset in range(self.start, self.stop):
             message = SimpleNamespace(topic="ranking-feed", partition=0, offset=offset, key=b"c",
                                       value=FEED[offset], timestamp=0)
-            yield SimpleNamespace(message=message)
+            yield FakeEvent(message)
+
+    async def noack_take(self, max_: int, within: float) -> Any:
+        batch: list[Any] = []
+        async for event in self.events():
+            batch.append(event)
+            if len(batch) == min(max_, 7):  # small batches: a handover falls between and inside them
+                yield batch
+                batch = []
+        if batch:
+            yield batch
 
     async def ack(self, event: Any) -> None:
         self.acked.add(event.message.offset)
@@ -92,7 +110,7 @@ class FakeWorker:
             node_scores=SimpleNamespace(send=lambda **kw: asyncio.sleep(0), get_topic_name=lambda: "node-scores"),
             dead_letters=None, progress=None,
             blacklist_deltas=FakeTopic(cluster, "deltas"), blacklist_snapshot=FakeTopic(cluster, "snapshot"),
-            rank_checkpoints=cluster.table, ranking_feed_types=(NormalizedTask, Progress),
+            rank_checkpoints=cluster.table, ranking_feed_types=(NodeSummary, NormalizedTask, Progress),
             published_snapshot=lambda: max(cluster.snapshots, key=lambda s: s.version, default=None))
         rank.register(app, wiring)
         self.agent = agents["rank_nodes"]

@@ -106,29 +106,52 @@ def test_events_after_the_job_is_final_are_counted_as_late_not_scored() -> None:
     assert normalizer.flush() == []
 
 
-def test_provisional_values_are_marked_and_the_final_ones_are_exact() -> None:
+def test_provisional_values_are_against_the_successes_so_far_withdrawn_when_final_and_the_final_ones_exact() -> None:
     normalizer = JobNormalizer(provisional=True)
     durations = [10, 20, 60, 30]
-    provisional = []
-    for i, d in enumerate(durations):
-        provisional += normalizer.update(finish("j", f"t{i}", "n1", 100 + i, d))
-    assert provisional and all(s.provisional for s in provisional)
-    # Each provisional value is against the running mean/std of the successes so far.
-    assert provisional[0].task_id == "t1"
-    assert np.isclose(provisional[0].z, (20 - 15) / np.std([10, 20]))
+    for i, d in enumerate(durations[:3]):
+        assert normalizer.update(finish("j", f"t{i}", "n1", 100 + i, d)) == []  # nothing until a rescore
+    first = normalizer.rescore(emitted_us=150)
+    so_far = np.array(durations[:3], dtype=float)
+    assert [s.task_id for s in first] == ["t0", "t1", "t2"] and all(s.provisional for s in first)
+    assert np.allclose([s.z for s in first], (so_far - so_far.mean()) / so_far.std())
+    assert {s.emitted_us for s in first} == {150}
+    assert normalizer.rescore(emitted_us=160) == [] and normalizer.take_withdrawn() == []  # unchanged job
+    normalizer.update(finish("j", "t3", "n1", 170, 30))
+    second = normalizer.rescore(emitted_us=180)
+    assert len(second) == 4 and normalizer.take_withdrawn() == [(180, s) for s in first]  # replaced
     final = normalizer.update(JobFinish("j", 200))
     d = np.array(durations, dtype=float)
     assert [s.z for s in final] == list((d - d.mean()) / d.std())
     assert not any(s.provisional for s in final)
+    assert normalizer.take_withdrawn() == [(200, s) for s in second]  # final values replace them
+
+
+def test_provisional_values_leave_out_tasks_before_the_horizon_and_need_two_distinct_successes() -> None:
+    normalizer = JobNormalizer(provisional=True)
+    normalizer.update(finish("j", "a", "n1", 100, 10))
+    assert normalizer.rescore(emitted_us=150) == []  # one success: no z-value (SPEC 3)
+    normalizer.update(finish("j", "b", "n1", 300, 30))
+    assert [s.task_id for s in normalizer.rescore(emitted_us=350, horizon_us=200)] == ["b"]
+    assert JobNormalizer().rescore(emitted_us=10) == []  # provisional values are off by default
 
 
 def test_snapshot_restore_continues_identically() -> None:
     events = [finish(f"j{i % 4}", f"t{i}", f"n{i % 5}", 1_000 * i, 10 + (i * 37) % 91) for i in range(60)]
+    def run(normalizer: JobNormalizer, start: int, stop: int) -> list:
+        out = []
+        for i in range(start, stop):
+            out += normalizer.update(events[i])
+            if i % 7 == 0:  # provisional values now and then, withdrawn ones with them
+                out += normalizer.rescore(events[i].ts_us) + [p for _, p in normalizer.take_withdrawn()]
+        return out
+
     whole = JobNormalizer(job_idle_timeout_us=20_000, provisional=True)
-    expected = [s for e in events for s in whole.update(e)] + whole.flush()
+    expected = run(whole, 0, 60) + whole.flush() + whole.take_withdrawn()  # type: ignore[operator]
+    assert any(s.provisional for s in expected)
     first = JobNormalizer(job_idle_timeout_us=20_000, provisional=True)
-    got = [s for e in events[:25] for s in first.update(e)]
+    got = run(first, 0, 25)
     second = JobNormalizer(job_idle_timeout_us=20_000, provisional=True)
     second.restore(json.loads(json.dumps(first.snapshot())))
-    got += [s for e in events[25:] for s in second.update(e)] + second.flush()
+    got += run(second, 25, 60) + second.flush() + second.take_withdrawn()  # type: ignore[operator]
     assert got == expected

@@ -21,13 +21,14 @@ def test_task_events_wait_for_a_silent_job_stream_until_it_is_declared_idle() ->
     stage = NormalizeStage(0, 1, PERIOD, job_idle_timeout_us=100 * S, wait_for_job_events=True)
     out = [stage.process(e) for e in finished_job("j", 0, [10, 11, 12, 30])]
     out.append(stage.process(TaskStart("k", "t0", 0, "n0", 400 * S)))  # j idle since 30 s: final by 130 s
-    assert all(samples == [] and progress is None for samples, progress in out), "nothing passes yet"
-    samples, progress = stage.mark_job_stream_idle()
+    assert all(not samples and not summaries and progress is None for samples, summaries, progress in out), \
+        "nothing passes yet"
+    samples, _, progress = stage.mark_job_stream_idle()
     assert stage.job_stream_idle
     assert sorted(s.task_id for s in samples) == ["t0", "t1", "t2", "t3"]
     assert progress == Progress(0, 1, 400 * S)
     # the job stream speaks again, late: its event counts at once and the watermark does not go back
-    samples, progress = stage.process(JobStart("late", 200 * S))
+    samples, _, progress = stage.process(JobStart("late", 200 * S))
     assert not stage.job_stream_idle and stage.watermark == 400 * S
     assert stage.pending == 1 and progress is None  # applied; only the task start at 400 s itself waits
 
@@ -78,8 +79,9 @@ def test_a_job_finish_after_idleness_finalises_its_job_at_once() -> None:
     for event in finished_job("j", 0, [10, 11, 12, 30]):
         stage.process(event)
     stage.process(TaskStart("k", "t0", 0, "n0", 100 * S))
-    samples, _ = stage.mark_job_stream_idle()
+    samples, summaries, _ = stage.mark_job_stream_idle()
     assert samples == [], "the job is not final yet: its idle timeout is long"
-    samples, _ = stage.process(JobFinish("j", 40 * S))
+    assert sum(m.n for s in summaries for m in s.added) == 4, "its tasks count provisionally meanwhile"
+    samples, summaries, _ = stage.process(JobFinish("j", 40 * S))
     assert sorted(s.task_id for s in samples) == ["t0", "t1", "t2", "t3"]
     assert {s.emitted_us for s in samples} == {40 * S}, "emitted at the time the job became final"

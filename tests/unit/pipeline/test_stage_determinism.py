@@ -23,7 +23,16 @@ from hypothesis import strategies as st
 
 from producers.registry import open_trace
 from streams.config import partition_for, ranking_config
-from streams.core.events import BlacklistDelta, Event, JobFinish, JobStart, NormalizedTask, Progress, TaskFinish
+from streams.core.events import (
+    BlacklistDelta,
+    Event,
+    JobFinish,
+    JobStart,
+    NodeSummary,
+    NormalizedTask,
+    Progress,
+    TaskFinish,
+)
 from streams.core.stages import NormalizeStage, RankStage
 from streams.local import LocalPipeline
 from streams.settings import Settings
@@ -65,23 +74,24 @@ def shuffle_keeping_order(rng: random.Random, streams: Sequence[list[Any]]) -> l
         cursors[i] += take
 
 
-Outcome = tuple[list[tuple[int, list[str], list[str]]], list[tuple[str, str, float, int | None]]]
+Outcome = tuple[list[BlacklistDelta], list[tuple[str, str, float, int | None]], list[NodeSummary]]
 
 
-def outcome(deltas: list[BlacklistDelta], samples: list[NormalizedTask]) -> Outcome:
-    published = [(d.version, sorted(e.node_id for e in d.added), sorted(e.node_id for e in d.removed))
-                 for d in deltas]
-    return published, sorted((s.job_id, s.task_id, round(s.z, 12), s.emitted_us) for s in samples)
+def outcome(deltas: list[BlacklistDelta], samples: list[NormalizedTask], summaries: list[NodeSummary]) -> Outcome:
+    # Deltas and summaries exactly, statistics and every float included; z-values to 12 digits.
+    return (deltas, sorted((s.job_id, s.task_id, round(s.z, 12), s.emitted_us) for s in samples),
+            sorted(summaries, key=lambda s: (s.boundary_us, s.partition)))
 
 
 def in_order(case: str) -> Outcome:
     events, config = CASES[case]
-    pipeline = LocalPipeline(config, partitions=PARTITIONS)
     samples: list[NormalizedTask] = []
+    pipeline = LocalPipeline(config, partitions=PARTITIONS, on_samples=samples.extend)
+    summaries: list[NodeSummary] = []
     add = pipeline.rank_stage.add
-    pipeline.rank_stage.add = lambda sample: (samples.append(sample), add(sample))[1]  # type: ignore[method-assign]
+    pipeline.rank_stage.add = lambda record: (summaries.append(record), add(record))[1]  # type: ignore
     deltas = list(pipeline.run(iter(events), finish=False))
-    return outcome(deltas, samples)
+    return outcome(deltas, samples, summaries)
 
 
 def arrival_order(case: str, seed: int) -> Outcome:
@@ -91,16 +101,22 @@ def arrival_order(case: str, seed: int) -> Outcome:
     idle = round(config.job_idle_timeout_s * 1_000_000)
     outputs: list[list[Any]] = []
     samples: list[NormalizedTask] = []
+    summaries: list[NodeSummary] = []
     for p in range(PARTITIONS):
         mine = [e for e in events if partition_for(e.job_id, PARTITIONS) == p]
         tasks = [e for e in mine if not isinstance(e, JobStart | JobFinish)]
         jobs = [e for e in mine if isinstance(e, JobStart | JobFinish)]
-        stage = NormalizeStage(p, PARTITIONS, ranking.period_us, idle, wait_for_job_events=True)  # as Kafka
+        stage = NormalizeStage(p, PARTITIONS, ranking.period_us, idle, wait_for_job_events=True,  # as Kafka
+                               window_us=ranking.window_size_us)
         produced: list[Any] = []
-        for event in shuffle_keeping_order(rng, [tasks, jobs]):
-            out, progress = stage.process(event)
-            produced.extend(out)
+        arriving = shuffle_keeping_order(rng, [tasks, jobs])
+        while arriving:  # in batches of any size, as a worker takes them
+            size = rng.randint(1, 300)
+            batch, arriving = arriving[:size], arriving[size:]
+            out, summaries_out, progress = stage.process_batch(batch)
             samples.extend(out)
+            summaries.extend(summaries_out)
+            produced.extend(summaries_out)
             if progress is not None:
                 produced.append(progress)
         outputs.append(produced)
@@ -111,7 +127,7 @@ def arrival_order(case: str, seed: int) -> Outcome:
             deltas.extend(r.delta for r in rank.progress(record) if r.delta is not None)
         else:
             rank.add(record)
-    return outcome(deltas, samples)
+    return outcome(deltas, samples, summaries)
 
 
 REFERENCE = {case: in_order(case) for case in CASES}
@@ -120,20 +136,21 @@ REFERENCE = {case: in_order(case) for case in CASES}
 def test_the_reference_run_finds_the_slow_nodes() -> None:
     truth = open_trace("synthetic:nodes=30,slow=2,jobs=160,seed=5")
     list(truth)
-    added = {node for _, nodes, _ in REFERENCE["synthetic"][0] for node in nodes}
+    added = {entry.node_id for delta in REFERENCE["synthetic"][0] for entry in delta.added}
     assert added == set(truth.ground_truth["slow_nodes"])
     assert len(REFERENCE["coarse"][1]) > 1000, "the coarse trace still yields z-values (by idle timeout)"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_any_arrival_order_gives_the_same_z_values_and_deltas(case: str) -> None:
-    reference_deltas, reference_samples = REFERENCE[case]
+    reference_deltas, reference_samples, reference_summaries = REFERENCE[case]
 
     @settings(max_examples=8, deadline=None)
     @given(st.integers(min_value=0, max_value=2**32))
     def check(seed: int) -> None:
-        deltas, samples = arrival_order(case, seed)
+        deltas, samples, summaries = arrival_order(case, seed)
         assert samples == reference_samples  # every z-value, with the time it became final
+        assert summaries == reference_summaries  # what crossed to the ranking, bit for bit
         assert deltas == reference_deltas
 
     check()

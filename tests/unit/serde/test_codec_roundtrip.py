@@ -23,6 +23,7 @@ opt_floats = st.none() | floats
 
 entry = st.builds(ev.BlacklistEntry, text, st.integers(-1, 50), ints, floats, floats, opt_floats, opt_floats, text)
 removed = st.builds(ev.RemovedEntry, text, text)
+moments = st.builds(ev.NodeMoments, text, longs, longs, floats, floats)
 STRATEGIES = {
     ev.TaskStart: st.builds(ev.TaskStart, text, text, ints, text, longs, st.booleans(), st.text(max_size=5)),
     ev.TaskCheckpoint: st.builds(
@@ -35,6 +36,9 @@ STRATEGIES = {
         ev.NormalizedTask, text, text, ints, text, longs, longs, floats, st.booleans(), st.none() | longs
     ),
     ev.Progress: st.builds(ev.Progress, ints, ints, longs),
+    ev.NodeMoments: moments,
+    ev.NodeSummary: st.builds(ev.NodeSummary, ints, ints, longs, longs, st.lists(moments, max_size=3).map(tuple),
+                              st.lists(moments, max_size=3).map(tuple)),
     ev.NodeScore: st.builds(ev.NodeScore, text, longs, longs, ints, floats, floats, opt_floats, opt_floats, floats),
     ev.StragglerPrediction: st.builds(
         ev.StragglerPrediction, text, text, ints, text, longs, longs, floats, floats, floats, floats, text

@@ -24,6 +24,10 @@ FIXTURES: dict[type, object] = {
     ev.JobFinish: ev.JobFinish("job-1", 9_000_000),
     ev.NormalizedTask: ev.NormalizedTask("job-1", "7", 1, "node-17", 3_000_000, 2_000_000, 1.5, False, 9_000_000),
     ev.Progress: ev.Progress(3, 4, 300_000_000),
+    ev.NodeMoments: ev.NodeMoments("node-17", 300_000_000, 12, 0.75, 3.5),
+    ev.NodeSummary: ev.NodeSummary(3, 4, 600_000_000, 300_000_000,
+                                   (ev.NodeMoments("node-17", 300_000_000, 12, 0.75, 3.5),),
+                                   (ev.NodeMoments("node-3", 0, 2, -0.5, 0.125),)),
     ev.NodeScore: ev.NodeScore("node-17", 0, 3_600_000_000, 12, 1.25, 0.5, 0.93, 1.57, 1.1),
     ev.StragglerPrediction: ev.StragglerPrediction(
         "job-1", "7", 1, "node-17", 2_000_000, 1_000_000, 4e6, 8e6, 6e6, 0.5, "nurd"

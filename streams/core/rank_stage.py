@@ -1,0 +1,173 @@
+"""``RankStage``: the cluster-wide ranking, driven by the summaries and progress of every normalising partition.
+
+A summary (``NodeSummary``) of boundary ``B`` is applied at ``B``; a single sample (``NormalizedTask``, as
+records written before summaries existed) at the first boundary after the time it became final. The ranking of
+``B`` happens once every active partition has reported progress past ``B`` (see ``streams.core.stages``).
+
+>>> from streams.core.events import NodeMoments
+>>> config = RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None, max_fraction=1.0)
+>>> rank = RankStage(config, partitions=1)
+>>> moments = (NodeMoments("n1", 0, 3, 0.5, 0.02), NodeMoments("n2", 10, 2, 0.1, 0.0))
+>>> rank.add(NodeSummary(0, 1, 20, 10, moments, ()))
+>>> [(r.boundary_us, [(row.node_id, row.stats.n) for row in r.ranking.ranked if row.stats])
+...  for r in rank.progress(Progress(0, 1, 25))]
+[(20, [('n1', 3), ('n2', 2)])]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeMoments, NodeSummary, NormalizedTask, Progress
+from streams.core.ranker import NodeRanker
+from streams.core.ranking import Ranking
+from streams.core.ranking_config import RankingConfig
+
+# 2: summaries beside single samples (issue 18); an older snapshot means a cold start.
+SNAPSHOT_VERSION = 2
+FeedRecord = NodeSummary | NormalizedTask
+
+
+def boundary_at_or_before(ts_us: int, period_us: int) -> int:
+    """The ranking boundary (a multiple of the period) at or before ``ts_us``."""
+    return (ts_us // period_us) * period_us
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """One ranking boundary: the ranking, and the delta and snapshot when the blacklist changed."""
+
+    boundary_us: int
+    ranking: Ranking
+    delta: BlacklistDelta | None
+    snapshot: BlacklistSnapshot
+
+
+class RankStage:
+    """The cluster-wide ranking, driven by summaries (or samples) and the progress of every normalising partition."""
+
+    def __init__(self, config: RankingConfig, partitions: int) -> None:
+        self.config = config
+        self.partitions = partitions
+        self.ranker = NodeRanker(config)
+        self._pending: list[tuple[int, int, FeedRecord]] = []  # (applied before this time, arrival, record)
+        self._arrivals = 0
+        self._values = 0
+        self._watermarks: dict[int, int] = {}
+        self._idle: set[int] = set()
+        self._next_boundary: int | None = None
+
+    def add(self, record: FeedRecord) -> None:
+        """A summary (applied at its boundary) or a sample (at the first boundary after its emission time)."""
+        self._arrivals += 1
+        if isinstance(record, NodeSummary):
+            due = record.boundary_us - 1
+            self._values += sum(m.n for m in record.added)
+        else:
+            due = record.emitted_us if record.emitted_us is not None else record.ts_us
+            self._values += 1
+        heapq.heappush(self._pending, (due, self._arrivals, record))  # arrival numbers are unique
+
+    def progress(self, mark: Progress) -> list[RankResult]:
+        """Record a partition's progress; rank every boundary that all partitions have now passed."""
+        if mark.partitions != self.partitions:
+            raise ValueError(f"progress from {mark.partitions} partitions, the ranking expects {self.partitions}")
+        self._watermarks[mark.partition] = max(self._watermarks.get(mark.partition, -1), mark.ts_us)
+        self._idle.discard(mark.partition)
+        return self._rank_ready()
+
+    @property
+    def samples_seen(self) -> int:
+        """z-values received (a provisional value sent again after its job changed counts again)."""
+        return self._values
+
+    @property
+    def idle(self) -> frozenset[int]:
+        return frozenset(self._idle)
+
+    def holding_back(self) -> list[int]:
+        """The active partitions that have not passed the latest boundary another partition has passed."""
+        if not self._watermarks:
+            return []
+        period = self.config.period_us
+        leader = boundary_at_or_before(max(self._watermarks.values()), period)
+        return [p for p in range(self.partitions) if p not in self._idle
+                and boundary_at_or_before(self._watermarks.get(p, -1), period) < leader]
+
+    def mark_idle(self, partition: int) -> list[RankResult]:
+        """Partition ``partition`` is silent (the shell's judgement): rank without it until it reports again."""
+        if not 0 <= partition < self.partitions:
+            raise ValueError(f"partition {partition} of {self.partitions}")
+        self._idle.add(partition)
+        return self._rank_ready()
+
+    def _rank_ready(self) -> list[RankResult]:
+        active = [p for p in range(self.partitions) if p not in self._idle]
+        if not active or any(p not in self._watermarks for p in active):
+            return []
+        return self._rank_until(min(self._watermarks[p] for p in active))
+
+    def finish(self, ts_us: int) -> list[RankResult]:
+        """End of a finite trace: rank every boundary up to ``ts_us`` whatever the partitions reported."""
+        return self._rank_until(ts_us)
+
+    def _rank_until(self, watermark: int) -> list[RankResult]:
+        period = self.config.period_us
+        if self._next_boundary is None:
+            first = min([watermark] + [due for due, _, _ in self._pending])
+            self._next_boundary = boundary_at_or_before(first, period) + period
+        results = []
+        while self._next_boundary <= watermark:
+            boundary = self._next_boundary
+            while self._pending and self._pending[0][0] < boundary:
+                record = heapq.heappop(self._pending)[2]
+                if isinstance(record, NodeSummary):
+                    self.ranker.merge(record)
+                else:
+                    self.ranker.update(record)
+            ranking, delta = self.ranker.decide_ranking(boundary)
+            results.append(RankResult(boundary, ranking, delta, self.ranker.blacklist))
+            self._next_boundary = boundary + period
+        return results
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "version": SNAPSHOT_VERSION,
+            "ranker": self.ranker.snapshot(),
+            "pending": [[due, arrival, *_record_row(r)] for due, arrival, r in
+                        sorted(self._pending, key=lambda item: item[:2])],
+            "arrivals": self._arrivals,
+            "values": self._values,
+            "watermarks": sorted(self._watermarks.items()),
+            "next_boundary": self._next_boundary,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown RankStage snapshot version {state.get('version')!r}")
+        self.ranker.restore(state["ranker"])
+        self._pending = [(int(due), int(arrival), _record_from_row(kind, row))
+                         for due, arrival, kind, row in state["pending"]]
+        self._arrivals = int(state["arrivals"])
+        self._values = int(state["values"])
+        self._watermarks = {int(p): int(ts) for p, ts in state["watermarks"]}
+        self._next_boundary = state["next_boundary"]
+
+
+def _record_row(record: FeedRecord) -> tuple[str, list[Any]]:
+    if isinstance(record, NodeSummary):
+        head = [record.partition, record.partitions, record.boundary_us, record.bucket_width_us]
+        return "summary", [*head, [dataclasses.astuple(m) for m in record.added],
+                           [dataclasses.astuple(m) for m in record.removed]]
+    return "sample", [getattr(record, f.name) for f in dataclasses.fields(record)]
+
+
+def _record_from_row(kind: str, row: list[Any]) -> FeedRecord:
+    if kind == "summary":
+        partition, partitions, boundary, width, added, removed = row
+        return NodeSummary(int(partition), int(partitions), int(boundary), int(width),
+                           tuple(NodeMoments(*m) for m in added), tuple(NodeMoments(*m) for m in removed))
+    return NormalizedTask(*row)
