@@ -134,12 +134,19 @@ def make_certificates(directory: Path, password: str = "broker-keystore-pw") -> 
 @contextmanager
 def own_secure_broker(data_dir: Path, certificates: Certificates,
                       users: tuple[tuple[str, str], ...]) -> Iterator[kafka_local.Broker]:
-    """A broker of its own with PLAINTEXT, SSL and SASL_SSL (SCRAM) listeners on free ports."""
+    """A broker of its own with PLAINTEXT, SSL and SASL_SSL (SCRAM) listeners on free ports, started with
+    `laggard kafka start` as README "Operating laggard" shows; stopped whatever happened."""
     port, controller, ssl_port, sasl_port = kafka_local.free_ports(4)
     security = kafka_local.Security(certificates.keystore, certificates.keystore_password, ssl_port, sasl_port, users)
     broker = kafka_local.Broker(port=port, controller_port=controller, data_dir=data_dir, security=security)
-    kafka_local.start(broker)
+    command = [*LAGGARD, "kafka", "start", "--port", str(port), "--controller-port", str(controller), "--data-dir",
+               str(data_dir), "--ssl-port", str(ssl_port), "--sasl-ssl-port", str(sasl_port), "--keystore",
+               str(certificates.keystore), *(f"--scram-user={name}:{password}" for name, password in users)]
+    started = subprocess.run(command, capture_output=True, text=True, timeout=180,
+                             env=dict(os.environ, LAGGARD_KAFKA_KEYSTORE_PASSWORD=certificates.keystore_password))
     try:
+        assert started.returncode == 0, started.stderr
+        assert f"SASL_SSL at 127.0.0.1:{sasl_port}" in started.stdout, started.stdout
         yield broker
     finally:
         kafka_local.stop(broker)
