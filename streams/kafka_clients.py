@@ -52,6 +52,7 @@ def _common(settings: Settings) -> dict[str, Any]:
 
 # --- TLS and SASL: a refusal is one line at once, not a client retrying until its timeout ----------------------
 SECURITY_CHECK_S = 8.0
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # with a username and password, in both libraries
 _checked: set[tuple[Any, ...]] = set()
 
 
@@ -91,21 +92,24 @@ def check_security(settings: Settings, timeout_s: float = SECURITY_CHECK_S) -> N
                    if not getattr(settings, f"sasl_{name}")]
         if missing:
             raise BrokerRefused(settings.bootstrap_servers, f"{protocol} needs {', '.join(missing)}")
-    if protocol.endswith("SSL"):
-        _check_tls(settings, timeout_s)
-    if protocol.startswith("SASL"):
-        _check_sasl(settings, timeout_s)
-    _checked.add(key)
+        if settings.sasl_mechanism not in SASL_MECHANISMS:
+            raise BrokerRefused(settings.bootstrap_servers, f"LAGGARD_SASL_MECHANISM={settings.sasl_mechanism}: "
+                                f"laggard speaks {', '.join(SASL_MECHANISMS)}")
+    # Remembered only once the broker let us in: an unreachable broker is the clients' own wait to report.
+    if (not protocol.endswith("SSL") or _check_tls(settings, timeout_s)) and (
+            not protocol.startswith("SASL") or _check_sasl(settings, timeout_s)):
+        _checked.add(key)
 
 
-def _check_tls(settings: Settings, timeout_s: float) -> None:
+def _check_tls(settings: Settings, timeout_s: float) -> bool:
+    """True once a bootstrap address completed a TLS handshake; raises when one refused it."""
     context = tls_context(settings)
     for address in settings.bootstrap_servers.split(","):
         host, _, port = address.strip().rpartition(":")
         try:
             with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s) as raw:
                 context.wrap_socket(raw, server_hostname=host or "127.0.0.1").close()
-                return
+                return True
         except ssl.SSLCertVerificationError as exc:
             raise BrokerRefused(settings.bootstrap_servers, f"the TLS certificate of {address} is not trusted "
                                 f"({exc.verify_message}); set LAGGARD_SSL_CAFILE to the CA that signed it") from None
@@ -114,9 +118,10 @@ def _check_tls(settings: Settings, timeout_s: float) -> None:
                                 "is it the broker's SSL or SASL_SSL listener?") from None
         except (OSError, ValueError):
             continue  # not reachable: the next address, and the client's own wait after that
+    return False
 
 
-def _check_sasl(settings: Settings, timeout_s: float) -> None:
+def _check_sasl(settings: Settings, timeout_s: float) -> bool:
     """One SASL handshake with aiokafka (the library of Faust's clients), which raises the broker's refusal at
     once; run in a thread of its own, as this may be called from within the worker's event loop."""
     import asyncio
@@ -151,7 +156,7 @@ def _check_sasl(settings: Settings, timeout_s: float) -> None:
     thread.join(timeout_s * len(settings.bootstrap_servers.split(",")) + 1)
     refused = [exc for exc in outcome if isinstance(exc, BrokerResponseError)]
     if None in outcome or not refused:
-        return  # in, or not reachable at all: the client's own wait says so
+        return None in outcome  # in; or not reachable at all, which the client's own wait says
     who = f"SASL user {settings.sasl_username!r} ({settings.sasl_mechanism})"
     why = str(refused[-1]).split(": ", 1)[-1]
     if isinstance(refused[-1], SaslAuthenticationFailed):
@@ -160,6 +165,7 @@ def _check_sasl(settings: Settings, timeout_s: float) -> None:
     raise BrokerRefused(settings.bootstrap_servers, f"the SASL handshake of {who} with {settings.bootstrap_servers} "
                         f"failed ({type(refused[-1]).__name__}): is it a {settings.security_protocol} listener that "
                         f"enables {settings.sasl_mechanism}?")
+
 
 def producer(settings: Settings, **overrides: Any) -> KafkaProducer:
     """A producer for laggard's byte keys and values; batched, acks=all, idempotent retries."""

@@ -59,3 +59,10 @@ def test_kafka_start_refuses_a_tls_listener_without_a_keystore_in_one_line(tmp_p
                            "--ssl-port", "9094"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "need --keystore and --keystore-password" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "server.properties").exists()
+
+
+def test_a_sasl_mechanism_laggard_does_not_speak_is_refused_before_any_connection() -> None:
+    settings = Settings(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM",
+                        sasl_username="alice", sasl_password="x")
+    with pytest.raises(BrokerRefused, match="LAGGARD_SASL_MECHANISM=SCRAM: laggard speaks PLAIN, SCRAM-SHA-256"):
+        kafka_clients.check_security(settings)
