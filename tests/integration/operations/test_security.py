@@ -29,8 +29,10 @@ from tests.integration.operations.support import (
     FakeKubernetesApi,
     fake_kubernetes,
     final_snapshot,
+    get,
     make_certificates,
     own_secure_broker,
+    scrape,
     start,
     stop,
     wait_until,
@@ -101,6 +103,14 @@ def run_all(cases: dict[K, tuple[list[str], dict[str, str]]], parallel: int = 4,
         return dict(zip(cases, pool.map(one, cases), strict=True))
 
 
+def caught_up(metrics_port: int) -> bool:
+    """Whether the worker holds partitions (it is in its group) and has read each to its end."""
+    if get(metrics_port, "/metrics")[0] != 200:
+        return False
+    lags = [value for (name, _), value in scrape(metrics_port).items() if name == "laggard_consumer_lag_records"]
+    return bool(lags) and not any(lags)
+
+
 class Receiver(http.server.BaseHTTPRequestHandler):
     received: ClassVar[list[dict[str, Any]]] = []
 
@@ -153,18 +163,27 @@ def test_the_pipeline_over_tls_and_sasl_lists_the_nodes_of_the_plaintext_run(
             stop(process)
     assert set(blacklist.read_text().split()) == set(expected.node_ids) == truth
 
-    # every other adapter, once, over each kind of listener
+    # Meanwhile the worker again, over SSL this time (Faust's other credentials): it rejoins its group and holds
+    # its partitions caught up. And every other adapter, once, over each kind of listener.
+    metrics_port = kafka_local.free_ports(1)[0]
+    again_log = tmp_path / "worker-ssl.log"
+    again = start(["worker", "--web-port", "0", "--metrics-port", str(metrics_port)], again_log,
+                  LAGGARD_DATA_DIR=str(tmp_path / "faust"), **ssl)
     once = ["--once", "--json", "--known-nodes", "40"]
     exclude = tmp_path / "yarn.exclude"
-    with fake_kubernetes(tmp_path, [f"node-{i}" for i in range(40)]) as kubeconfig:
-        adapters = run_all({
-            "yarn": (["adapter", "yarn", *once, "--exclude-file", str(exclude), "--refresh-command", "true",
-                      "--state-file", str(tmp_path / "yarn.json")], ssl),
-            "webhook": (["adapter", "webhook", *once, "--url", receiver, "--state-file", str(tmp_path / "hook.json")],
-                        scram256),
-            "k8s": (["adapter", "k8s", *once, "--kubeconfig", str(kubeconfig), "--state-file",
-                     str(tmp_path / "k8s.json")], ssl),
-        })
+    try:
+        with fake_kubernetes(tmp_path, [f"node-{i}" for i in range(40)]) as kubeconfig:
+            adapters = run_all({
+                "yarn": (["adapter", "yarn", *once, "--exclude-file", str(exclude), "--refresh-command", "true",
+                          "--state-file", str(tmp_path / "yarn.json")], ssl),
+                "webhook": (["adapter", "webhook", *once, "--url", receiver, "--state-file",
+                             str(tmp_path / "hook.json")], scram256),
+                "k8s": (["adapter", "k8s", *once, "--kubeconfig", str(kubeconfig), "--state-file",
+                         str(tmp_path / "k8s.json")], ssl),
+            })
+        wait_until(lambda: caught_up(metrics_port), 120, "the worker over SSL to hold caught-up partitions", again_log)
+    finally:
+        stop(again)
     for done in adapters.values():
         assert done.code == 0, done.err
         outcome = json.loads(done.out)
