@@ -4,6 +4,10 @@ The jars come from Maven Central through ``broker/pom.xml``; the broker runs as 
 Docker is needed. Each broker has its own data directory (default ``.laggard/kafka-<port>``) holding its
 configuration, storage, log and pid file, so several brokers can run side by side.
 
+With ``Security`` it also listens with TLS (an SSL listener) and with TLS plus SASL/SCRAM (a SASL_SSL listener),
+beside the PLAINTEXT one: the certificate is the operator's (a PKCS12 keystore), the SCRAM users are written into the
+storage when it is formatted, the first time the broker starts.
+
 ``python -m laggard.kafka_local free-ports N`` prints N free TCP ports (used by ``make integration``).
 """
 
@@ -33,12 +37,39 @@ class KafkaLocalError(RuntimeError):
     """Something the user can act on: the message says what."""
 
 
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+@dataclass(frozen=True)
+class Security:
+    """TLS and SASL/SCRAM listeners beside the PLAINTEXT one (which the broker keeps for itself and local tools).
+
+    ``keystore``: a PKCS12 file with the broker's private key and its certificate chain, locked with
+    ``keystore_password``; the certificate must name 127.0.0.1 (subjectAltName IP:127.0.0.1), as clients check
+    the host. ``scram_users``: (name, password) pairs, each known with both SCRAM mechanisms.
+
+    >>> Security(Path("b.p12"), "pw", ssl_port=9094, scram_users=(("alice", "x"),)).listeners()
+    {'SSL': 9094}
+    """
+
+    keystore: Path
+    keystore_password: str
+    ssl_port: int | None = None
+    sasl_ssl_port: int | None = None
+    scram_users: tuple[tuple[str, str], ...] = ()
+
+    def listeners(self) -> dict[str, int]:
+        named = {"SSL": self.ssl_port, "SASL_SSL": self.sasl_ssl_port}
+        return {name: port for name, port in named.items() if port is not None}
+
+
 @dataclass(frozen=True)
 class Broker:
     port: int = 9092
     controller_port: int = 9093
     data_dir: Path | None = None
     heap: str = "768m"
+    security: Security | None = None
 
     @property
     def home(self) -> Path:
@@ -47,6 +78,15 @@ class Broker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def address(self, listener: str) -> str:
+        """HOST:PORT of the PLAINTEXT, SSL or SASL_SSL listener."""
+        if listener == "PLAINTEXT":
+            return self.bootstrap
+        ports = self.security.listeners() if self.security else {}
+        if listener not in ports:
+            raise KafkaLocalError(f"this broker has no {listener} listener")
+        return f"127.0.0.1:{ports[listener]}"
 
     @property
     def pid_file(self) -> Path:
@@ -88,16 +128,47 @@ def new_cluster_id() -> str:
             return candidate
 
 
+def _security_properties(security: Security) -> dict[str, str]:
+    lines = {
+        "ssl.keystore.type": "PKCS12",
+        "ssl.keystore.location": str(security.keystore.resolve()),
+        "ssl.keystore.password": security.keystore_password,
+        "ssl.key.password": security.keystore_password,
+    }
+    if security.sasl_ssl_port is not None:
+        lines["sasl.enabled.mechanisms"] = ",".join(SCRAM_MECHANISMS)
+        for mechanism in SCRAM_MECHANISMS:  # the server side needs a login module per mechanism, no user of its own
+            lines[f"listener.name.sasl_ssl.{mechanism.lower()}.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;")
+    return lines
+
+
+def _scram_arguments(security: Security | None) -> list[str]:
+    """The storage tool's --add-scram arguments: each user with each mechanism."""
+    if security is None:
+        return []
+    arguments = []
+    for name, password in security.scram_users:
+        if not name or any(c in name + password for c in ',[]="'):
+            raise KafkaLocalError(f"SCRAM user {name!r}: names and passwords may not hold , [ ] = or \"")
+        for mechanism in SCRAM_MECHANISMS:
+            arguments += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
+    return arguments
+
+
 def _properties(broker: Broker) -> str:
     home = broker.home
+    extra = broker.security.listeners() if broker.security else {}
+    listeners = {"PLAINTEXT": broker.port, **extra}
+    advertised = ",".join(f"{name}://127.0.0.1:{port}" for name, port in listeners.items())
     lines = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{broker.controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},CONTROLLER://127.0.0.1:{broker.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+        "listeners": f"{advertised},CONTROLLER://127.0.0.1:{broker.controller_port}",
+        "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": ",".join(["CONTROLLER:PLAINTEXT", *(f"{n}:{n}" for n in listeners)]),
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(home / "data"),
         "offsets.topic.replication.factor": "1",
@@ -108,6 +179,7 @@ def _properties(broker: Broker) -> str:
         "num.partitions": "1",
         "auto.create.topics.enable": "true",
         "log.cleaner.backoff.ms": "1000",
+        **(_security_properties(broker.security) if broker.security else {}),
     }
     return "".join(f"{key}={value}\n" for key, value in lines.items())
 
@@ -212,7 +284,10 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     pid = _pid(broker)
     if pid is not None:
         return pid, False
-    for port in (broker.port, broker.controller_port):
+    extra = list(broker.security.listeners().values()) if broker.security else []
+    if broker.security and not broker.security.keystore.is_file():
+        raise KafkaLocalError(f"no keystore at {broker.security.keystore}")
+    for port in (broker.port, broker.controller_port, *extra):
         if _still_open(port):
             raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
         if not _port_bindable(port):
@@ -232,7 +307,8 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
                  f"-Dlog4j.configuration=file:{home / 'log4j.properties'}", f"-Dkafka.logs.dir={home / 'logs'}"]
     formatted = subprocess.run(
         ["java", *java_opts, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t",
-         cluster_file.read_text().strip(), "-c", str(home / "server.properties"), "--ignore-formatted"],
+         cluster_file.read_text().strip(), "-c", str(home / "server.properties"), "--ignore-formatted",
+         *_scram_arguments(broker.security)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     if formatted.returncode != 0:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import math
-import ssl
 from pathlib import Path
 
 import faust
@@ -50,11 +49,7 @@ def broker_credentials(settings: Settings) -> CredentialsT | None:
     protocol = settings.security_protocol
     if protocol == "PLAINTEXT":
         return None
-    context = None
-    if protocol in ("SSL", "SASL_SSL"):
-        context = ssl.create_default_context(cafile=settings.ssl_cafile)
-        if settings.ssl_certfile:
-            context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile)
+    context = kafka_clients.tls_context(settings) if protocol in ("SSL", "SASL_SSL") else None
     if protocol.startswith("SASL"):
         return faust.SASLCredentials(username=settings.sasl_username, password=settings.sasl_password,
                                      mechanism=settings.sasl_mechanism or "PLAIN", ssl_context=context)

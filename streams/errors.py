@@ -15,3 +15,12 @@ class BrokerUnavailable(RuntimeError):
 
 class TopicMissing(RuntimeError):
     """A topic laggard reads does not exist on the broker."""
+
+
+class BrokerRefused(BrokerUnavailable):
+    """A broker answered but refused the connection: its TLS certificate is not trusted, or it refused the SASL
+    user. Caught wherever BrokerUnavailable is, and reported the same way: one line, exit 1."""
+
+    def __init__(self, bootstrap: str, message: str) -> None:
+        self.bootstrap = bootstrap
+        RuntimeError.__init__(self, message)

@@ -21,8 +21,10 @@ def _broker_options(func):  # type: ignore[no-untyped-def]
                         help="Client (PLAINTEXT) port on 127.0.0.1")(func)
 
 
-def _broker(port: int, controller_port: int | None, data_dir: Path | None) -> kafka_local.Broker:
-    return kafka_local.Broker(port=port, controller_port=controller_port or port + 1, data_dir=data_dir)
+def _broker(port: int, controller_port: int | None, data_dir: Path | None,
+            security: kafka_local.Security | None = None) -> kafka_local.Broker:
+    return kafka_local.Broker(port=port, controller_port=controller_port or port + 1, data_dir=data_dir,
+                              security=security)
 
 
 @click.group()
@@ -34,11 +36,45 @@ def kafka() -> None:
     """
 
 
+def _user(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    users = []
+    for value in values:
+        name, sep, password = value.partition(":")
+        if not sep or not name or not password:
+            raise click.BadParameter(f"{value!r} is not NAME:PASSWORD")
+        users.append((name, password))
+    return tuple(users)
+
+
 @kafka.command()
 @_broker_options
-def start(port: int, controller_port: int | None, data_dir: Path | None) -> None:
-    """Start the broker and wait until it answers a metadata request (idempotent)."""
-    broker = _broker(port, controller_port, data_dir)
+@click.option("--ssl-port", type=click.IntRange(1, 65535), default=None,
+              help="Also listen with TLS (security protocol SSL) on this port; needs --keystore")
+@click.option("--sasl-ssl-port", type=click.IntRange(1, 65535), default=None,
+              help="Also listen with TLS and SASL/SCRAM (SCRAM-SHA-256 and -512, protocol SASL_SSL); needs "
+                   "--keystore and --scram-user")
+@click.option("--keystore", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="PKCS12 file with the broker's key and certificate (naming 127.0.0.1) for the TLS listeners")
+@click.option("--keystore-password", envvar="LAGGARD_KAFKA_KEYSTORE_PASSWORD", default=None,
+              help="Password of --keystore [default: environment LAGGARD_KAFKA_KEYSTORE_PASSWORD]")
+@click.option("--scram-user", "scram_users", multiple=True, metavar="NAME:PASSWORD", callback=_user,
+              help="A SCRAM user, created when the storage is first formatted (repeatable)")
+def start(port: int, controller_port: int | None, data_dir: Path | None, ssl_port: int | None,
+          sasl_ssl_port: int | None, keystore: Path | None, keystore_password: str | None,
+          scram_users: tuple[tuple[str, str], ...]) -> None:
+    """Start the broker and wait until it answers a metadata request (idempotent).
+
+    With --ssl-port and/or --sasl-ssl-port it also listens with TLS (and SASL/SCRAM) beside PLAINTEXT on --port;
+    README "Operating laggard" shows how to make the certificates and point laggard at them.
+    """
+    security = None
+    if ssl_port or sasl_ssl_port:
+        if keystore is None or keystore_password is None:
+            raise click.UsageError("--ssl-port and --sasl-ssl-port need --keystore and --keystore-password")
+        if sasl_ssl_port and not scram_users:
+            raise click.UsageError("--sasl-ssl-port needs at least one --scram-user NAME:PASSWORD")
+        security = kafka_local.Security(keystore, keystore_password, ssl_port, sasl_ssl_port, scram_users)
+    broker = _broker(port, controller_port, data_dir, security)
     if broker.controller_port == broker.port:
         raise click.BadParameter("must differ from --port", param_hint="--controller-port")
     try:
@@ -47,7 +83,8 @@ def start(port: int, controller_port: int | None, data_dir: Path | None) -> None
     except kafka_local.KafkaLocalError as exc:
         raise UserError(str(exc)) from exc
     word = "started" if started else "already running"
-    click.echo(f"Kafka {word} at {broker.bootstrap} (pid {pid})")
+    listeners = "".join(f", {name} at {broker.address(name)}" for name in (security.listeners() if security else {}))
+    click.echo(f"Kafka {word} at {broker.bootstrap}{listeners} (pid {pid})")
 
 
 @kafka.command()

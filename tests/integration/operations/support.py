@@ -1,12 +1,15 @@
 """What the operational tier shares: a broker that can be restarted in place, processes with metrics ports, scrapes,
-and a real YARN ResourceManager with NodeManagers (yarn/YarnLocal.java, jars from `make yarn-jars`)."""
+a real YARN ResourceManager with NodeManagers (yarn/YarnLocal.java, jars from `make yarn-jars`), and a broker with TLS
+and SASL/SCRAM listeners with the certificates it needs."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -146,3 +150,121 @@ def own_yarn(home: Path, hosts: Sequence[str], exclude: Path) -> Iterator[Yarn]:
         yield Yarn(fields["web"], Path(fields["conf"]), exclude, home / "yarn.log")
     finally:
         stop(process)
+
+
+# --- TLS and SASL (test_security.py) ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Certificates:
+    """Made by ``make_certificates``: a CA, the broker's keystore signed by it, and a CA that signed nothing here."""
+
+    ca: Path
+    keystore: Path
+    keystore_password: str
+    stranger_ca: Path
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _new_ca(directory: Path, name: str) -> None:
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.pem",
+             "-days", "2", "-subj", f"/CN={name}", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
+
+
+def make_certificates(directory: Path, password: str = "broker-keystore-pw") -> Certificates:
+    """With openssl, as an operator would: a CA, a broker key and certificate for 127.0.0.1 signed by it, both in
+    a PKCS12 keystore for the broker; and a second CA, trusted by nobody here."""
+    directory.mkdir(parents=True, exist_ok=True)
+    _new_ca(directory, "laggard-test-ca")
+    _new_ca(directory, "stranger-ca")
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr",
+             "-subj", "/CN=localhost", cwd=directory)
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    _openssl("x509", "-req", "-in", "broker.csr", "-CA", "laggard-test-ca.pem", "-CAkey", "laggard-test-ca.key",
+             "-CAcreateserial", "-out", "broker.pem", "-days", "2", "-extfile", "san.ext", cwd=directory)
+    _openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", "laggard-test-ca.pem",
+             "-out", "broker.p12", "-passout", f"pass:{password}", cwd=directory)
+    return Certificates(directory / "laggard-test-ca.pem", directory / "broker.p12", password,
+                        directory / "stranger-ca.pem")
+
+
+@contextmanager
+def own_secure_broker(data_dir: Path, certificates: Certificates,
+                      users: tuple[tuple[str, str], ...]) -> Iterator[kafka_local.Broker]:
+    """A broker of its own with PLAINTEXT, SSL and SASL_SSL (SCRAM) listeners on free ports, started with
+    `laggard kafka start` as README "Operating laggard" shows; stopped whatever happened."""
+    port, controller, ssl_port, sasl_port = kafka_local.free_ports(4)
+    security = kafka_local.Security(certificates.keystore, certificates.keystore_password, ssl_port, sasl_port, users)
+    broker = kafka_local.Broker(port=port, controller_port=controller, data_dir=data_dir, security=security)
+    command = [*LAGGARD, "kafka", "start", "--port", str(port), "--controller-port", str(controller), "--data-dir",
+               str(data_dir), "--ssl-port", str(ssl_port), "--sasl-ssl-port", str(sasl_port), "--keystore",
+               str(certificates.keystore), *(f"--scram-user={name}:{password}" for name, password in users)]
+    started = subprocess.run(command, capture_output=True, text=True, timeout=180,
+                             env=dict(os.environ, LAGGARD_KAFKA_KEYSTORE_PASSWORD=certificates.keystore_password))
+    try:
+        assert started.returncode == 0, started.stderr
+        assert f"SASL_SSL at 127.0.0.1:{sasl_port}" in started.stdout, started.stdout
+        yield broker
+    finally:
+        kafka_local.stop(broker)
+
+
+class FakeKubernetesApi(http.server.BaseHTTPRequestHandler):
+    """The three node calls of the Kubernetes API the k8s adapter makes (list, read, merge-patch), because no API
+    server runs here; patches are applied to ``nodes``."""
+
+    nodes: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def _send(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        name = self.path.split("?")[0].removeprefix("/api/v1/nodes").strip("/")
+        if not name:
+            self._send(200, {"apiVersion": "v1", "kind": "NodeList", "metadata": {},
+                             "items": list(self.nodes.values())})
+        elif name in self.nodes:
+            self._send(200, self.nodes[name])
+        else:
+            self._send(404, {"kind": "Status", "code": 404})
+
+    def do_PATCH(self) -> None:
+        name = self.path.split("?")[0].removeprefix("/api/v1/nodes/")
+        patch = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        node = self.nodes[name]
+        node["metadata"].setdefault("annotations", {}).update(patch.get("metadata", {}).get("annotations", {}))
+        node["spec"]["taints"] = patch.get("spec", {}).get("taints")
+        node["metadata"]["resourceVersion"] = str(int(node["metadata"]["resourceVersion"]) + 1)
+        self._send(200, node)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def fake_kubernetes(directory: Path, node_names: list[str]) -> Iterator[Path]:
+    """A FakeKubernetesApi with ``node_names`` on a free port; yields a kubeconfig that points at it."""
+    FakeKubernetesApi.nodes = {name: {"apiVersion": "v1", "kind": "Node", "spec": {},
+                                      "metadata": {"name": name, "resourceVersion": "1", "annotations": {}}}
+                               for name in node_names}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeKubernetesApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = directory / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+        "users": [{"name": "laggard", "user": {"token": "not-a-secret"}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "laggard"}}],
+    }))
+    try:
+        yield kubeconfig
+    finally:
+        server.shutdown()
+        server.server_close()
