@@ -17,7 +17,7 @@ hyperparameters from ``context.params`` (Nurd: ``nurd_alpha``, ``nurd_epsilon``)
 Traceback (most recent call last):
 ...
 ValueError: unknown predictor 'nope'; one of: nurd, nurd-nc, supervised, nurd-batch, spark-q0.75-m1.5, \
-spark-q0.9-m3, hadoop, hst, supervised-node, hazard, elapsed-tau, hawkeye, hawkeye-adaptive
+spark-q0.9-m3, hadoop, hst, supervised-node, hazard, select, elapsed-tau, hawkeye, hawkeye-adaptive
 """
 
 from __future__ import annotations
@@ -94,6 +94,16 @@ def _hazard(context: PredictionContext) -> PredictionMethod:
                         initial_fraction=context.initial_fraction, cluster=context.cluster)  # fmt: skip
 
 
+SELECT_MEMBERS = ("spark-q0.9-m3", "hazard")  # the first is followed until another leads it
+
+
+def _select(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.selector import SelectorMethod
+
+    members = [build_method(name, context) for name in SELECT_MEMBERS]
+    return SelectorMethod(members, margin=context.params.get("select_margin", 0.1))
+
+
 def _batch(context: PredictionContext) -> PredictionMethod:
     from streams.core.prediction.nurd.batch import NurdBatchJob
 
@@ -145,6 +155,7 @@ PREDICTORS.register("hadoop", _hadoop, "Hadoop: after 5 % finished, elapsed > me
 PREDICTORS.register("hst", _hst, "HalfSpaceTrees on checkpoint features: anomaly score in the job's top tenth")
 PREDICTORS.register("supervised-node", _supervised_node, "Nurd's h with the task's node evidence among its features")
 PREDICTORS.register("hazard", _hazard, "node-aware classifier of 'relaunch now pays', learned across jobs")
+PREDICTORS.register("select", _select, "Spark q0.9/m3 and hazard in shadow: follow hazard once its F1 in time leads")
 # A yardstick, not a predictor: what knowing tau and elapsed time alone is worth under the same protocol.
 PREDICTORS.register("elapsed-tau", _elapsed_tau, "yardstick: flag once elapsed time passes tau")
 
