@@ -4,16 +4,19 @@
     python scripts/prediction_default.py --json > out.json
 
 Methods: ``select`` (Spark's q0.9/m3 rule and ``hazard`` in shadow, following hazard once its F1 in time on
-ended jobs leads by ``select_margin``), ``hazard`` (p 0.3), Spark's q0.75/m1.5 and q0.9/m3 rules. Every trace
+ended jobs leads by ``select_margin``; with ``select_nodes`` also ``node-slow``), ``hazard`` (p 0.3) with and
+without node features, ``node-slow`` (node evidence alone), Spark's q0.75/m1.5 and q0.9/m3 rules. Every trace
 is replayed causally with the online threshold (``laggard eval --heldout``'s scoring: F1 in time, and the JCT
 change when a scheduler relaunches the flagged tasks, unlimited machines, 3 seeded draws).
 
-The one choice, ``select``'s margin, is made on data other than what is reported: the margin whose worse lead
-over Spark's q0.75 rule (mean F1 in time) across the two tuning sets is largest, ties to the smaller margin.
-The tuning sets are the synthetic cluster's tuning seeds (``--tune``, default 101-105) and the Google jobs
-other than the one reported (leave-one-job-out); for a synthetic seed reported, all Google jobs. Reported:
-each Google job held out, the synthetic cluster's seeds 1-5, fresh seeds 6-10 and a variant never tuned on
-(more nodes, fewer checkpoints, a milder slowdown), each as the mean over its jobs, then the mean over seeds.
+The one choice, ``select``'s configuration (margin, node member), is made on data other than what is reported:
+the configuration whose worst lead over Spark's q0.75 rule (mean F1 in time) across the tuning sets is largest,
+ties to the first. The tuning sets are the synthetic cluster's tuning seeds (``--tune``, default 101-105), the
+same seeds with the tasks' progress and cpu telemetry withheld ("blind": a task does not reveal its own
+slowness, as on Google), and the Google jobs other than the one reported (leave-one-job-out); for a synthetic
+seed reported, all Google jobs. Reported: each Google job held out, the synthetic cluster's seeds 1-5, its
+blind form, fresh seeds 6-10 and a variant never tuned on (more nodes, fewer checkpoints, a milder slowdown),
+each seed as the mean over its jobs, then the mean over seeds.
 """
 
 from __future__ import annotations
@@ -23,23 +26,27 @@ import statistics
 import sys
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from producers.registry import open_trace
 from streams.core.evaluation.selection import Candidate, Cell, score_candidates
-from streams.core.events import Event
+from streams.core.events import Event, TaskCheckpoint
 from streams.core.prediction.base import PredictionContext
 
 GOOGLE = "google2011-usage:/work/shared/traces/google2011-nurd-timeseries/timeseriesspecsixtotal"
 SYNTHETIC = "synthetic:nodes=40,slow=4,jobs=60,checkpoints=8"
 VARIANT = "synthetic:nodes=80,slow=6,jobs=60,checkpoints=5,slowdown=1.5"
 MARGINS = (0.05, 0.1, 0.2, 0.3)
+BLIND = frozenset({"progress", "progress_rate", "cpu_rate"})  # withheld from a "blind" trace's checkpoints
 BASELINE = "spark-q0.75-m1.5"
-FIXED = (Candidate("hazard", "hazard", {"hazard_p": 0.3}), Candidate(BASELINE, BASELINE),
+FIXED = (Candidate("hazard", "hazard", {"hazard_p": 0.3}),
+         Candidate("hazard", "hazard", {"hazard_p": 0.3, "node_features": 0}),
+         Candidate("node-slow", "node-slow"), Candidate(BASELINE, BASELINE),
          Candidate("spark-q0.9-m3", "spark-q0.9-m3"))  # fmt: skip
-SELECT = tuple(Candidate("select", "select", {"select_margin": m}) for m in MARGINS)
+SELECT = tuple(Candidate("select", "select", {"select_margin": m, "select_nodes": n}) for n in (0, 1) for m in MARGINS)
 
 Table = dict[str, dict[str, Cell]]  # label -> "trace/job" -> cell
 
@@ -50,8 +57,12 @@ def seeds(text: str) -> list[int]:
 
 
 def load(spec: str) -> dict[str, list[Event]]:
+    """The trace's jobs; ``blind:`` before a spec withholds ``BLIND`` from its checkpoints."""
+    blind = spec.startswith("blind:")
     jobs: dict[str, list[Event]] = {}
-    for event in open_trace(spec):
+    for event in open_trace(spec.removeprefix("blind:")):
+        if blind and isinstance(event, TaskCheckpoint):
+            event = replace(event, features={k: v for k, v in event.features.items() if k not in BLIND})
         jobs.setdefault(event.job_id, []).append(event)
     return jobs
 
@@ -113,25 +124,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         tune = [f"{args.synthetic},seed={s}" for s in seeds(args.tune)]
+        blind_tune = [f"blind:{spec}" for spec in tune]
         sets = {
             "synthetic seeds " + args.report: [f"{args.synthetic},seed={s}" for s in seeds(args.report)],
+            "blind synthetic seeds " + args.report: [f"blind:{args.synthetic},seed={s}" for s in seeds(args.report)],
             "synthetic fresh seeds " + args.fresh: [f"{args.synthetic},seed={s}" for s in seeds(args.fresh)],
             "variant seeds " + args.fresh: [f"{args.variant},seed={s}" for s in seeds(args.fresh)],
         }
-        table = score([args.google, *tune, *(spec for specs in sets.values() for spec in specs)])
+        table = score([args.google, *tune, *blind_tune, *(spec for specs in sets.values() for spec in specs)])
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     tune_keys = [k for spec in tune for k in by_trace(table, spec)]
+    blind_keys = [k for spec in blind_tune for k in by_trace(table, spec)]
     google = by_trace(table, args.google)
     document: dict[str, Any] = {"protocol": __doc__.split("\n\n")[2].replace("\n", " ") if __doc__ else ""}
     document["google (job held out)"] = report(
         table, {k.rsplit("/", 1)[1]: [k] for k in google},
-        {k.rsplit("/", 1)[1]: [tune_keys, [g for g in google if g != k]] for k in google},
+        {k.rsplit("/", 1)[1]: [tune_keys, blind_keys, [g for g in google if g != k]] for k in google},
     )  # fmt: skip
     for name, specs in sets.items():
         groups = {spec.rsplit("seed=", 1)[1]: by_trace(table, spec) for spec in specs}
-        document[name] = report(table, groups, {key: [tune_keys, google] for key in groups})
+        document[name] = report(table, groups, {key: [tune_keys, blind_keys, google] for key in groups})
     if args.json:
         print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
