@@ -4,14 +4,15 @@ No single method wins everywhere: a classifier learned across jobs (``hazard``) 
 many alike jobs and weak on a few unlike ones, where Spark's cautious rule is better. ``SelectorMethod`` runs
 its members side by side on every event: each checkpoint is predicted by every member (in shadow), and the
 selector flags a task when the member it follows now has flagged it. Which member it follows is decided
-causally, from finished tasks only: when a task finishes, each member's first flag on it is judged as the
-evaluation does: in time (the task is a straggler against tau as known now, and a copy started at the flag,
-taking the job's median finished duration so far, would have ended first), a false positive (a flag on a
+causally, from ended jobs only: at a job's end (its ``JobFinish``) each member's first flags on the job's
+tasks are judged as the evaluation judges them, tau the job's p90 duration and a copy taking its median: in
+time (a straggler, and a copy started at the flag would have ended first), a false positive (a flag on a
 non-straggler), late (a straggler flagged too late for a copy to win) or missed (a straggler never flagged).
-A member's F1 in time is 2 in time / (2 in time + false positives + late + missed) over every task
-finished so far, in every job (the scoreboard is the method's, so a new job starts with what earlier jobs
-showed). The selector starts with its first member and moves to another only when that member's F1 in
-time leads the followed one's by more than ``margin`` (hysteresis: a lead of a few tasks is noise).
+Judging earlier would be biased: a job's stragglers finish last, so a running job's tau is not known yet.
+A member's F1 in time is 2 in time / (2 in time + false positives + late + missed) over every ended job (the
+scoreboard is the method's, so a new job starts with what earlier jobs showed). The selector starts with its
+first member and moves to another only when that member's F1 in time leads the followed one's by more than
+``margin`` (hysteresis: a lead of a few tasks is noise). A source without job-end events keeps the first member.
 
 >>> from streams.core.events import JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish
 >>> from streams.core.prediction.base import step
