@@ -1,7 +1,7 @@
 """Which predictor should the worker run? The held-out measurement behind ``prediction_method`` (issue #20).
 
-    python scripts/prediction_default.py                      # the defaults below, about 5 minutes on one core
-    python scripts/prediction_default.py --json > out.json
+    python scripts/prediction_default.py                      # the defaults below, about 20 minutes on one core
+    python scripts/prediction_default.py --tune-blind --json > out.json
 
 Methods: ``select`` (Spark's q0.9/m3 rule and ``hazard`` in shadow, following hazard once its F1 in time on
 ended jobs leads by ``select_margin``; with ``select_nodes`` also ``node-slow``), ``hazard`` (p 0.3) with and
@@ -11,12 +11,13 @@ change when a scheduler relaunches the flagged tasks, unlimited machines, 3 seed
 
 The one choice, ``select``'s configuration (margin, node member), is made on data other than what is reported:
 the configuration whose worst lead over Spark's q0.75 rule (mean F1 in time) across the tuning sets is largest,
-ties to the first. The tuning sets are the synthetic cluster's tuning seeds (``--tune``, default 101-105), the
-same seeds with the tasks' progress and cpu telemetry withheld ("blind": a task does not reveal its own
-slowness, as on Google), and the Google jobs other than the one reported (leave-one-job-out); for a synthetic
-seed reported, all Google jobs. Reported: each Google job held out, the synthetic cluster's seeds 1-5, its
-blind form, fresh seeds 6-10 and a variant never tuned on (more nodes, fewer checkpoints, a milder slowdown),
-each seed as the mean over its jobs, then the mean over seeds.
+ties to the first. The tuning sets are the synthetic cluster's tuning seeds (``--tune``, default 101-105) and
+the Google jobs other than the one reported (leave-one-job-out; for a synthetic seed reported, all Google
+jobs); with ``--tune-blind`` also the tuning seeds in "blind" form: the tasks' progress and cpu telemetry
+withheld, so a task does not reveal its own slowness (as on Google) and only its node's past does. Reported:
+each Google job held out, the synthetic cluster's seeds 1-5 and their blind form, fresh seeds 6-10 and a
+variant never tuned on (more nodes, fewer checkpoints, a milder slowdown), each seed as the mean over its
+jobs, then the mean over seeds.
 """
 
 from __future__ import annotations
@@ -120,11 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tune", default="101-105", help="tuning seeds of --synthetic")
     parser.add_argument("--report", default="1-5", help="reported seeds of --synthetic")
     parser.add_argument("--fresh", default="6-10", help="fresh seeds of --synthetic and of --variant")
+    parser.add_argument("--tune-blind", action="store_true", help="tune on the blind tuning seeds too")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     args = parser.parse_args(argv)
     try:
         tune = [f"{args.synthetic},seed={s}" for s in seeds(args.tune)]
-        blind_tune = [f"blind:{spec}" for spec in tune]
+        blind_tune = [f"blind:{spec}" for spec in tune] if args.tune_blind else []
         sets = {
             "synthetic seeds " + args.report: [f"{args.synthetic},seed={s}" for s in seeds(args.report)],
             "blind synthetic seeds " + args.report: [f"blind:{args.synthetic},seed={s}" for s in seeds(args.report)],
@@ -136,16 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     tune_keys = [k for spec in tune for k in by_trace(table, spec)]
-    blind_keys = [k for spec in blind_tune for k in by_trace(table, spec)]
+    extra = [[k for spec in blind_tune for k in by_trace(table, spec)]] if blind_tune else []
     google = by_trace(table, args.google)
     document: dict[str, Any] = {"protocol": __doc__.split("\n\n")[2].replace("\n", " ") if __doc__ else ""}
     document["google (job held out)"] = report(
         table, {k.rsplit("/", 1)[1]: [k] for k in google},
-        {k.rsplit("/", 1)[1]: [tune_keys, blind_keys, [g for g in google if g != k]] for k in google},
+        {k.rsplit("/", 1)[1]: [tune_keys, *extra, [g for g in google if g != k]] for k in google},
     )  # fmt: skip
     for name, specs in sets.items():
         groups = {spec.rsplit("seed=", 1)[1]: by_trace(table, spec) for spec in specs}
-        document[name] = report(table, groups, {key: [tune_keys, blind_keys, google] for key in groups})
+        document[name] = report(table, groups, {key: [tune_keys, *extra, google] for key in groups})
     if args.json:
         print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
     else:
