@@ -105,12 +105,11 @@ class Settings(BaseSettings):
     mlna_threshold: float = Field(0.4, ge=0, le=1, description="ML-NA: P(weak next period) that lists a node")
 
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
-    # "hazard" by held-out measurement (laggard eval --heldout; choices made on other jobs, scored on the one left
-    # out; in-time F1 = flags early enough that a relaunched copy would win): on 5 seeds of the synthetic cluster
-    # with slow nodes it scores 0.67 against Spark q0.75's 0.33 and relaunching its flags cuts JCT 27 % (Spark 6 %);
-    # on the four Google jobs it loses (0.18 against 0.31, JCT -23 %): a cross-job learner starts cold on 4 jobs.
-    # "supervised" (0.37 there) was chosen on the paper's F1, which counts flags a second before the end.
-    prediction_method: str = Field("hazard", description="the worker's straggler predictor, a name of "
+    # "select" by held-out measurement (scripts/prediction_default.py; in-time F1 = flags early enough that a
+    # relaunched copy would win): Spark's q0.9/m3 rule until hazard's flags pay off better on ended jobs. Held out,
+    # 0.32 / JCT +6 % on the four Google jobs (Spark q0.75: 0.31 / -11 %, hazard 0.18 / -21 %) and 0.66 / +26 % on
+    # 5 seeds of the synthetic cluster with slow nodes (Spark q0.75: 0.33 / +6 %); "hazard" alone loses on Google.
+    prediction_method: str = Field("select", description="the worker's straggler predictor, a name of "
                                                              "streams.core.prediction.registry.PREDICTORS (laggard "
                                                              "eval --help lists them), or off")
     nurd_alpha: float = 0.0

@@ -140,7 +140,8 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
     + COLUMN_HELP
     + "\n\nWith --heldout, every candidate configuration of every family (supervised and supervised-node: h's "
     "window 20/50/200 with and without the target scaler; nurd: g's learning rate 0.01/0.05 and epsilon "
-    "0.05/0.3; hazard with and without node features: p 0.3/0.5/0.7; the fixed rules spark-q0.75-m1.5, "
+    "0.05/0.3; hazard with and without node features: p 0.3/0.5/0.7; select (Spark q0.9/m3 until hazard leads): "
+    "margin 0.05/0.1/0.2/0.3; the fixed rules spark-q0.75-m1.5, "
     "spark-q0.9-m3, hadoop, hawkeye; elapsed-tau as a yardstick) runs over the traces, and each family's "
     "configuration is chosen on all jobs but one and scored on that one (or all traces but one, when "
     "--trace is given several times): the leave-one-out table.\n\n"

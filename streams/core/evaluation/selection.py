@@ -70,6 +70,7 @@ CANDIDATES: tuple[Candidate, ...] = (
     *_grid("nurd", "nurd", g_lr=(0.01, 0.05), nurd_epsilon=(0.05, 0.3)),
     *_grid("hazard-no-node", "hazard", node_features=(0,), hazard_p=(0.3, 0.5, 0.7)),
     *_grid("hazard", "hazard", node_features=(1,), hazard_p=(0.3, 0.5, 0.7)),
+    *_grid("select", "select", select_margin=(0.05, 0.1, 0.2, 0.3)),
     Candidate("spark-q0.75-m1.5", "spark-q0.75-m1.5"),
     Candidate("spark-q0.9-m3", "spark-q0.9-m3"),
     Candidate("hadoop", "hadoop"),

@@ -17,7 +17,7 @@ hyperparameters from ``context.params`` (Nurd: ``nurd_alpha``, ``nurd_epsilon``)
 Traceback (most recent call last):
 ...
 ValueError: unknown predictor 'nope'; one of: nurd, nurd-nc, supervised, nurd-batch, spark-q0.75-m1.5, \
-spark-q0.9-m3, hadoop, hst, supervised-node, hazard, elapsed-tau, hawkeye, hawkeye-adaptive
+spark-q0.9-m3, hadoop, hst, supervised-node, hazard, node-slow, select, elapsed-tau, hawkeye, hawkeye-adaptive
 """
 
 from __future__ import annotations
@@ -94,6 +94,26 @@ def _hazard(context: PredictionContext) -> PredictionMethod:
                         initial_fraction=context.initial_fraction, cluster=context.cluster)  # fmt: skip
 
 
+SELECT_MEMBERS = ("spark-q0.9-m3", "hazard")  # the first is followed until another leads it
+
+
+def _select(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.selector import SelectorMethod
+
+    names = (*SELECT_MEMBERS, "node-slow") if context.params.get("select_nodes", 0) else SELECT_MEMBERS
+    members = [build_method(name, context) for name in names]
+    # margin 0.1: chosen in every held-out fold (scripts/prediction_default.py: tuning seeds 101-105, other Google jobs)
+    return SelectorMethod(members, margin=context.params.get("select_margin", 0.1))
+
+
+def _node_slow(context: PredictionContext) -> PredictionMethod:
+    from streams.core.prediction.nodeslow import NodeSlowMethod
+
+    # slowness 0.3 (tasks 1.35x their job's median): best of 0.1-0.5 on tuning seeds 101-105 of the synthetic
+    # cluster with its progress and cpu telemetry withheld (scripts/prediction_default.py)
+    return NodeSlowMethod(context.params.get("node_slowness", 0.3), context.initial_fraction, context.cluster)
+
+
 def _batch(context: PredictionContext) -> PredictionMethod:
     from streams.core.prediction.nurd.batch import NurdBatchJob
 
@@ -145,6 +165,8 @@ PREDICTORS.register("hadoop", _hadoop, "Hadoop: after 5 % finished, elapsed > me
 PREDICTORS.register("hst", _hst, "HalfSpaceTrees on checkpoint features: anomaly score in the job's top tenth")
 PREDICTORS.register("supervised-node", _supervised_node, "Nurd's h with the task's node evidence among its features")
 PREDICTORS.register("hazard", _hazard, "node-aware classifier of 'relaunch now pays', learned across jobs")
+PREDICTORS.register("node-slow", _node_slow, "flag a task on a node whose finished tasks ran slow (node evidence)")
+PREDICTORS.register("select", _select, "Spark q0.9/m3 and hazard in shadow: follow hazard once its F1 in time leads")
 # A yardstick, not a predictor: what knowing tau and elapsed time alone is worth under the same protocol.
 PREDICTORS.register("elapsed-tau", _elapsed_tau, "yardstick: flag once elapsed time passes tau")
 

@@ -11,7 +11,7 @@ from streams.core.events import Event
 from streams.core.prediction.fleet import PredictorFleet
 
 
-@pytest.mark.parametrize("method", ["hazard", "supervised-node"])
+@pytest.mark.parametrize("method", ["hazard", "supervised-node", "select", "node-slow"])
 def test_a_restored_fleet_flags_what_the_live_one_flags(method: str) -> None:
     events: list[Event] = list(SyntheticCluster(SyntheticConfig(nodes=10, slow=1, jobs=8, tasks=(15, 15),
                                                                 checkpoints=3, seed=2)))  # fmt: skip

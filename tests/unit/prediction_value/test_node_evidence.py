@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from producers.synthetic import SyntheticCluster, SyntheticConfig
 from streams.core.evaluation.runner import replay_jobs
+from streams.core.events import TaskCheckpoint
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.registry import build_method
 from streams.core.prediction.threshold import JobP90
@@ -23,10 +26,22 @@ def test_the_evidence_ranks_the_injected_slow_nodes_first() -> None:
 
 
 def test_node_features_reach_h_only_in_the_node_aware_variant() -> None:
-    from streams.core.events import TaskCheckpoint
-
     event = TaskCheckpoint("j", "t", 0, "n1", 5, 5, {"cpu": 1.0})
     plain = build_method("supervised", PredictionContext()).job("j", JobP90())
     aware = build_method("supervised-node", PredictionContext()).job("j", JobP90())
     assert "node_slowness" not in plain._vectors(event)[0]  # type: ignore[attr-defined]
     assert "node_slowness" in aware._vectors(event)[0]  # type: ignore[attr-defined]
+
+
+def test_node_slow_flags_tasks_on_the_injected_slow_nodes_without_reading_their_telemetry() -> None:
+    cluster = SyntheticCluster(SyntheticConfig(nodes=20, slow=2, jobs=40, tasks=(20, 30), checkpoints=2, seed=5))
+    jobs: dict[str, list] = {}
+    for event in cluster:
+        # the tasks report nothing about themselves: only where they run
+        event = replace(event, features={}) if isinstance(event, TaskCheckpoint) else event
+        jobs.setdefault(event.job_id, []).append(event)
+    runs = replay_jobs(build_method("node-slow", PredictionContext()), jobs, {job_id: JobP90() for job_id in jobs})
+    flagged = [f.node_id for run in runs.values() for f in run.flags]
+    slow = set(cluster.ground_truth["slow_nodes"])
+    # the 2 slow nodes of 20 run about a tenth of the tasks: by chance a tenth of the flags would land there
+    assert len(flagged) > 60 and sum(node in slow for node in flagged) / len(flagged) > 0.85

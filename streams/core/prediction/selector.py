@@ -1,0 +1,186 @@
+"""``select``: run several predictors in shadow and follow the one whose flags have paid off so far.
+
+No single method wins everywhere: a classifier learned across jobs (``hazard``) is strong on a cluster of
+many alike jobs and weak on a few unlike ones, where Spark's cautious rule is better. ``SelectorMethod`` runs
+its members side by side on every event: each checkpoint is predicted by every member (in shadow), and the
+selector flags a task when the member it follows now has flagged it. Which member it follows is decided
+causally, from ended jobs only: at a job's end (its ``JobFinish``) each member's first flags on the job's
+tasks are judged as the evaluation judges them, tau the job's p90 duration and a copy taking its median: in
+time (a straggler, and a copy started at the flag would have ended first), a false positive (a flag on a
+non-straggler), late (a straggler flagged too late for a copy to win) or missed (a straggler never flagged).
+Judging earlier would be biased: a job's stragglers finish last, so a running job's tau is not known yet.
+A member's F1 in time is 2 in time / (2 in time + false positives + late + missed) over every ended job (the
+scoreboard is the method's, so a new job starts with what earlier jobs showed). The selector starts with its
+first member and moves to another only when that member's F1 in time leads the followed one's by more than
+``margin`` (hysteresis: a lead of a few tasks is noise). A source without job-end events keeps the first member.
+
+>>> from streams.core.events import JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish
+>>> from streams.core.prediction.base import step
+>>> from streams.core.prediction.threshold import Oracle
+>>> from streams.core.prediction.registry import build_method, PredictionContext
+>>> members = [build_method(n, PredictionContext()) for n in ("spark-q0.9-m3", "elapsed-tau")]
+>>> method = SelectorMethod(members, margin=0.1)
+>>> S = 1_000_000
+>>> for j in range(3):  # 9 tasks of 10 s and one of 100 s, run 6th: only elapsed-tau flags it
+...     job = method.job(f"j{j}", Oracle(50.0))
+...     _ = step(method, job, JobStart(f"j{j}", 0, declared_tasks=10))
+...     for i, seconds in enumerate([10] * 5 + [100] + [10] * 4):
+...         for at in range(5, seconds, 5):
+...             flag = step(method, job, TaskCheckpoint(f"j{j}", str(i), 0, "n", at * S, at * S, {}))
+...         _ = step(method, job, TaskFinish(f"j{j}", str(i), 0, "n", seconds * S, seconds * S, Status.SUCCEEDED))
+...     if j < 2:
+...         _ = step(method, job, JobFinish(f"j{j}", 200 * S))
+>>> method.leader, method.board
+('elapsed-tau', {'spark-q0.9-m3': (0, 0, 0, 2), 'elapsed-tau': (2, 0, 0, 0)})
+>>> step(method, job, TaskCheckpoint("j2", "5", 0, "n", 60 * S, 60 * S, {})) is None  # flagged once
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from streams.core.events import Event, JobFinish, StragglerPrediction, TaskCheckpoint, TaskFinish
+from streams.core.prediction.base import JobPredictor, PredictionMethod, StatefulMethod
+from streams.core.prediction.threshold import Threshold
+
+Counts = tuple[int, int, int, int]  # flags in time, false positives, late flags of stragglers, stragglers unflagged
+
+
+def f1_in_time(counts: Counts) -> float:
+    """2 in time / (2 in time + false positives + late + missed); 0 when nothing was counted."""
+    tp, fp, late, missed = counts
+    return 2 * tp / (2 * tp + fp + late + missed) if tp or fp or late or missed else 0.0
+
+
+class SelectorJob:
+    """One job's side of ``select``: a job predictor per member, each member's first flags per task."""
+
+    def __init__(self, owner: SelectorMethod, job_id: str, threshold: Threshold) -> None:
+        self.owner = owner
+        self.threshold = threshold
+        self.method = owner.name
+        self.members: list[JobPredictor] = [m.job(job_id, threshold) for m in owner.members]
+        self.first: list[dict[str, float]] = [{} for _ in owner.members]  # member -> task -> elapsed s at flag
+        self.flagged: set[str] = set()
+        self.durations: dict[str, float] = {}  # the job's finished tasks (s)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the method (its members and scoreboard are saved once, beside the jobs)."""
+        return {k: v for k, v in self.__dict__.items() if k != "owner"}
+
+    def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
+        """Every member predicts (shadow); flag the task when the member followed now has flagged it."""
+        flags = [member.predict(event) for member in self.members]
+        for first, flag in zip(self.first, flags, strict=True):
+            if flag is not None:
+                first.setdefault(flag.task_id, flag.elapsed_us / 1e6)
+        leader = self.owner.leader_index
+        if event.task_id in self.flagged or event.task_id not in self.first[leader]:
+            return None
+        self.flagged.add(event.task_id)
+        flag = flags[leader]
+        if flag is None:  # the leader flagged this task earlier, while another member was followed
+            elapsed = float(event.elapsed_us)
+            tau_us = (self.threshold.value() or 0.0) * 1e6
+            return StragglerPrediction(
+                event.job_id, event.task_id, event.attempt, event.node_id, event.ts_us, event.elapsed_us,
+                predicted_us=elapsed, adjusted_us=elapsed, threshold_us=tau_us, weight=1.0, method=self.method,
+            )  # fmt: skip
+        return StragglerPrediction(
+            flag.job_id, flag.task_id, flag.attempt, flag.node_id, flag.ts_us, flag.elapsed_us, flag.predicted_us,
+            flag.adjusted_us, flag.threshold_us, flag.weight, self.method,
+        )  # fmt: skip
+
+    def learn(self, event: Event) -> None:
+        """Members learn; at the job's end each member's first flags are judged (module doc)."""
+        for member in self.members:
+            member.learn(event)
+        if isinstance(event, TaskFinish) and event.succeeded:
+            self.durations[event.task_id] = event.duration_us / 1e6
+        elif isinstance(event, JobFinish) and self.durations:
+            self.owner.judge([judge(self.durations, first) for first in self.first])
+            self.durations.clear()
+
+
+def judge(durations: dict[str, float], first: dict[str, float]) -> Counts:
+    """One member's counts on a finished job: tau its p90, a copy takes its median (the evaluation's rule)."""
+    ordered = sorted(durations.values())
+    tau, median = ordered[int(0.9 * len(ordered))], ordered[len(ordered) // 2]
+    tp = fp = late = missed = 0
+    for task, duration in durations.items():
+        elapsed = first.get(task)
+        early = elapsed is not None and elapsed < duration
+        if duration < tau:
+            fp += early
+        elif elapsed is not None and elapsed + median < duration:
+            tp += 1
+        else:
+            late += early
+            missed += not early
+    return tp, fp, late, missed
+
+
+class SelectorMethod:
+    """``select``: ``members`` (built methods) in shadow; follow the first until another's F1 in time so far
+    leads by more than ``margin`` (module doc)."""
+
+    def __init__(self, members: Sequence[PredictionMethod], margin: float = 0.1, name: str = "select") -> None:
+        if not members:
+            raise ValueError("select needs at least one member")
+        self.members = list(members)
+        self.margin = margin
+        self.name = name
+        self.uses_threshold = any(m.uses_threshold for m in members)
+        self.leader_index = 0
+        self._counts: list[list[int]] = [[0, 0, 0, 0] for _ in members]
+
+    @property
+    def board(self) -> dict[str, Counts]:
+        """Each member's (flags in time, false positives, late flags, stragglers missed) so far."""
+        return {m.name: (c[0], c[1], c[2], c[3]) for m, c in zip(self.members, self._counts, strict=True)}
+
+    @property
+    def leader(self) -> str:
+        """The name of the member followed now."""
+        return self.members[self.leader_index].name
+
+    def judge(self, outcomes: Sequence[Counts]) -> None:
+        """Add one ended job's counts per member; move to a member that leads by more than ``margin``."""
+        for counts, outcome in zip(self._counts, outcomes, strict=True):
+            for position, count in enumerate(outcome):
+                counts[position] += count
+        scores = [f1_in_time((c[0], c[1], c[2], c[3])) for c in self._counts]
+        best = max(range(len(scores)), key=scores.__getitem__)
+        if scores[best] > scores[self.leader_index] + self.margin:
+            self.leader_index = best
+
+    def job(self, job_id: str, threshold: Threshold) -> SelectorJob:
+        return SelectorJob(self, job_id, threshold)
+
+    def learn(self, event: Event) -> None:
+        for member in self.members:
+            member.learn(event)
+
+    def adopt(self, job: SelectorJob) -> None:
+        """Bind a restored job predictor (and its members' job predictors) to this method."""
+        job.owner = self
+        for method, member in zip(self.members, job.members, strict=True):
+            adopt = getattr(method, "adopt", None)
+            if adopt is not None:
+                adopt(member)
+
+    def snapshot(self) -> object:
+        """Cluster-level state for a restart (``StatefulMethod``): the members' own, the board, the leader."""
+        members = [m.snapshot() if isinstance(m, StatefulMethod) else None for m in self.members]
+        return {"members": members, "counts": [list(c) for c in self._counts], "leader": self.leader_index}
+
+    def restore(self, state: object) -> None:
+        if not isinstance(state, dict) or len(state.get("members", ())) != len(self.members):
+            raise ValueError("not a snapshot of this selector")
+        for method, saved in zip(self.members, state["members"], strict=True):
+            if saved is not None and isinstance(method, StatefulMethod):
+                method.restore(saved)
+        self._counts = [list(c) for c in state["counts"]]
+        self.leader_index = int(state["leader"])
