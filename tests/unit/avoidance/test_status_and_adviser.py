@@ -118,3 +118,32 @@ def test_the_load_model_is_off_by_default_and_puts_requests_on_starts_when_on() 
     assert all(e.cpu_request is not None and e.task_type in ("compute", "memory") for e in loaded)
     with pytest.raises(ValueError, match="load must not be negative"):
         parse_config("load=-1")
+
+
+def test_a_restored_tracker_carries_on_exactly_where_the_saved_one_stopped() -> None:
+    import json
+
+    events = [e for e in SyntheticCluster(parse_config("nodes=6,slow=0,jobs=40,interarrival=20,load=2,seed=3"))
+              if isinstance(e, TaskStart | TaskFinish)]  # fmt: skip
+    half = len(events) // 2
+    kept = NodeStatusTracker()
+    for event in events[:half]:
+        kept.update(event)
+    assert any(kept.status(n, events[half].ts_us).running for n in kept.nodes())  # saved mid-run, not idle
+    restored = NodeStatusTracker.restore(json.loads(json.dumps(kept.snapshot())))
+    for event in events[half:]:
+        kept.update(event)
+        restored.update(event)
+        if event.ts_us % 7 == 0:
+            assert restored.status(event.node_id, event.ts_us, "compute") == kept.status(event.node_id, event.ts_us,
+                                                                                         "compute")  # fmt: skip
+    end = events[-1].ts_us
+    assert [restored.status(n, end) for n in kept.nodes()] == [kept.status(n, end) for n in kept.nodes()]
+
+
+def test_a_snapshot_of_something_else_is_refused_with_a_reason() -> None:
+    with pytest.raises(ValueError, match="not a node-status snapshot"):
+        NodeStatusTracker.restore({"format": "laggard-adapter-state/1"})
+    with pytest.raises(ValueError, match="not a node-status snapshot"):
+        NodeStatusTracker.restore({"format": "laggard-node-status/1", "recent_us": 1, "peak_us": 2,
+                                   "score_window_us": 3, "nodes": {"n": {"running": [["j"]]}}})  # fmt: skip
