@@ -9,6 +9,7 @@ adviser avoids a node where the expected z exceeds a threshold, and says why wit
   laggard advise tree  --trace ... [--type T]    print a tree
   laggard advise query --trace ... --node N --type T   one advice, on the node's status at the trace's end
   laggard advise serve --trace ... --port 8088   the Kubernetes scheduler-extender endpoint
+  laggard advise serve --trace ... --kafka --state FILE --metrics-port 9108   node status live from Kafka
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import orjson
 from rich.table import Table
 
 from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace, load_samples, train_all
-from laggard.commands.options import formats_epilog, stdout_console
+from laggard.commands.options import bootstrap_option, formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.adviser import Adviser
@@ -162,19 +163,79 @@ def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | N
 
 
 @advise.command("serve", epilog=formats_epilog())
-@click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
+@click.option("--trace", "spec", required=True,
+              help="FORMAT:PATH the trees learn from (and node status without --kafka)")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True)
 @click.option("--threshold", type=float, default=1.0, show_default=True, help="avoid above this expected z")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
               help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
-def serve(spec: str, host: str, port: int, threshold: float, blacklist: Path | None) -> None:
+@click.option("--kafka", "live", is_flag=True,
+              help="keep node status live from Kafka's task-events and node-samples (settings as the adapters)")
+@bootstrap_option
+@click.option("--state", "state_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="with --kafka: node status and offsets saved here and restored at start (survives restarts)")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
+def serve(spec: str, host: str, port: int, threshold: float, blacklist: Path | None, live: bool,
+          bootstrap: str | None, state_file: Path | None, metrics_port: int | None) -> None:  # fmt: skip
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
     from aiohttp import web
 
-    from adapters.extender import BlacklistFile, Extender
+    from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusFeed, StatusOf
 
+    if state_file is not None and not live:
+        raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
+    settings = settings_with(bootstrap, metrics_port=metrics_port)
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
-    extender = Extender(adviser, lambda node, kind: tracker.status(node, end_us, kind), BlacklistFile(blacklist))
+    health = _serve_health(settings)
+    feed: StatusFeed | None = None
+    status_of: StatusOf
+    if live:
+        status = (LiveStatus.load(state_file) if state_file else None) or LiveStatus(NodeStatusTracker())
+        feed = StatusFeed(settings, status, state_file, health=health)
+        _start_feed(feed)
+        click.echo(f"node status from Kafka at {settings.bootstrap_servers}, event time {status.now_us}", err=True)
+        status_of = status.status
+    else:
+        status_of = _at(tracker, end_us)
+        if health is not None:
+            health.set(None, None)
+    extender = Extender(adviser, status_of, BlacklistFile(blacklist))
+    app = extender.app()
+    if feed is not None:
+        async def stop_feed(_: web.Application) -> None:
+            feed.stop()
+
+        app.on_cleanup.append(stop_feed)
     click.echo(f"scheduler extender on http://{host}:{port} (filter, prioritize, healthz)", err=True)
-    web.run_app(extender.app(), host=host, port=port, print=None)
+    web.run_app(app, host=host, port=port, print=None)
+
+
+def _at(tracker: NodeStatusTracker, end_us: int) -> Any:
+    """Node status as it was at the trace's end (the trace-fed server's status never moves)."""
+    return lambda node, kind: tracker.status(node, end_us, kind)
+
+
+def _start_feed(feed: Any) -> None:
+    from streams.errors import BrokerUnavailable, TopicMissing
+
+    try:
+        feed.start()
+    except (BrokerUnavailable, TopicMissing) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _serve_health(settings: Any) -> Any:
+    """Health and /metrics on the metrics port, as the adapters serve them (None without a port)."""
+    from streams.health import Health, serve
+
+    if not settings.metrics_port:
+        return None
+    health = Health(settings.stall_timeout_s or float("inf"))
+    try:
+        serve(settings.metrics_port, health, settings.metrics_host)
+    except OSError as exc:
+        raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                        f"{exc.strerror}") from None
+    return health
