@@ -28,6 +28,7 @@ from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.adviser import Adviser
 from streams.core.avoidance.status import NodeStatusTracker
+from streams.core.avoidance.thresholds import TARGETS
 
 
 def _seeds(text: str) -> list[int]:
@@ -63,14 +64,23 @@ def advise() -> None:
 @click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True, help="CART depth")
 @click.option("--min-leaf", type=click.IntRange(min=1), default=50, show_default=True, help="CART leaf size")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="seeded redraws per job")
+@click.option("--targets", default="z,ratio", show_default=True,
+              help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
+                   "--tune-seeds")
+@click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
-          min_leaf: int, repeats: int, as_json: bool, plot: str | None) -> None:  # fmt: skip
+          min_leaf: int, repeats: int, targets: str, one_threshold: bool, as_json: bool,
+          plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")
     hours = learn_hours if learn_hours is not None else (1.0 if synthetic else 7.0)
-    knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats)
+    chosen = tuple(t.strip() for t in targets.split(",") if t.strip())
+    if not chosen or any(t not in TARGETS for t in chosen):
+        raise UserError(f"--targets must name some of {', '.join(TARGETS)}, not {targets!r}")
+    knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats,
+                  targets=chosen, per_type=not one_threshold)  # fmt: skip
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")
     if synthetic:
@@ -87,7 +97,9 @@ def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, bud
 
 def _print_eval(document: dict[str, Any]) -> None:
     console = stdout_console()
-    table = Table(title=f"adviser on {document['trace']} (threshold z > {document['threshold']:+.2f})")
+    label = "z" if document.get("target", "z") == "z" else "x job median"
+    limits = thresholds_text(document["threshold"])
+    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits})")
     for column in ("run", "refused", "stragglers avoided", "null avoided", "JCT cut", "null JCT cut", "avoided (z>=1)"):
         table.add_column(column, justify="right")
     for r in document["runs"]:
@@ -107,6 +119,13 @@ def _print_eval(document: dict[str, Any]) -> None:
     if document.get("tree"):
         console.print(f"CART of type {document['tree']['task_type']!r} (learned on the first hours):")
         console.print(document["tree"]["text"], markup=False)
+
+
+def thresholds_text(threshold: float | dict[str, float]) -> str:
+    """``+1.02``, or ``compute +0.85, memory +1.04`` for thresholds per type."""
+    if isinstance(threshold, dict):
+        return ", ".join(f"{kind} {value:+.2f}" for kind, value in sorted(threshold.items()))
+    return f"{threshold:+.2f}"
 
 
 def _pct(value: float | None) -> str:

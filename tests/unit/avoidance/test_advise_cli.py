@@ -18,6 +18,8 @@ def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> N
     document = json.loads(result.stdout)
     assert [run["run"] for run in document["runs"]] == ["seed=1", "seed=2"]
     assert {"refused_share", "avoided_share", "jct_reduction", "null_jct_reduction"} <= set(document["runs"][0])
+    assert document["target"] in ("z", "ratio") and {row["target"] for row in document["tuning"]} == {"z", "ratio"}
+    assert set(document["threshold"]) == {"compute", "memory"}  # one threshold per task type
     assert set(document["summary"]["acceptance"]) == {"avoided_at_least_half", "refused_at_most_tenth",
                                                       "jct_beats_null"}  # fmt: skip
 
@@ -33,7 +35,9 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
 
 
 def test_bad_input_is_one_line_and_exit_1() -> None:
-    for args in (["eval", "--trace", SMALL, "--seeds", "one"], ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
+    for args in (["eval", "--trace", SMALL, "--seeds", "one"],
+                 ["eval", "--trace", SMALL, "--targets", "speed"],
+                 ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
                  ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"]):  # fmt: skip
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)

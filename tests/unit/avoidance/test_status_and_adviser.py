@@ -147,3 +147,31 @@ def test_a_snapshot_of_something_else_is_refused_with_a_reason() -> None:
     with pytest.raises(ValueError, match="not a node-status snapshot"):
         NodeStatusTracker.restore({"format": "laggard-node-status/1", "recent_us": 1, "peak_us": 2,
                                    "score_window_us": 3, "nodes": {"n": {"running": [["j"]]}}})  # fmt: skip
+
+
+def test_thresholds_per_type_keep_the_budget_and_avoid_at_least_as_many_as_one_threshold(loaded_cluster) -> None:  # type: ignore[no-untyped-def]
+    from streams.core.avoidance.thresholds import TuningRun, choose_per_type, objective, refused_and_avoided
+
+    samples = loaded_cluster
+    predictions = prequential_cart(samples, 600_000_000, CartTrees(4, 50))
+    keep = [i for i, s in enumerate(samples) if s.start_us >= 3_600_000_000]
+    stragglers = stragglers_by_median(samples)
+    run = TuningRun([predictions[i] for i in keep], [samples[i].task_type for i in keep], [stragglers[i] for i in keep])
+    single = choose_threshold(run.predictions, 0.08)
+    per_type = choose_per_type([run], 0.08, single)
+    assert set(per_type) == {"compute", "memory"}
+    refused, avoided = refused_and_avoided(run, per_type)
+    assert refused <= 0.08
+    assert avoided >= refused_and_avoided(run, dict.fromkeys(per_type, single))[1]
+    assert objective([run], dict.fromkeys(per_type, -1e9), 0.08) is None  # refusing everything breaks the budget
+
+
+def test_the_adviser_uses_its_task_types_own_threshold() -> None:
+    trees = CartTrees(max_depth=1, min_samples_leaf=1)
+    trees.fit("map", [{"running": float(r)} for r in range(20)], [0.0] * 11 + [0.8] * 9)
+    adviser = Adviser(trees, threshold=1.0, thresholds={"map": 0.5})
+    from streams.core.avoidance.status import NodeStatus
+
+    advice = adviser.advise("n1", "map", NodeStatus("n1", 0, running=14))
+    assert advice.verdict == "avoid" and advice.reason.endswith("expected z +0.80 > +0.50")
+    assert Adviser(trees, threshold=1.0).advise("n1", "map", NodeStatus("n1", 0, running=14)).allowed
