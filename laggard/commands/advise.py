@@ -151,23 +151,40 @@ def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: b
             click.echo(f"# task type {kind}\n{cart.text(kind)}")
 
 
-def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: float) -> tuple[Adviser, NodeStatusTracker, int]:
+def parse_threshold(text: str) -> tuple[float, dict[str, float]]:
+    """``1.0`` -> (1.0, {}); ``compute=0.37,memory=1.02`` -> (1.0, per type); a bare number sets the default."""
+    default, per_type = 1.0, {}
+    try:
+        for item in (part.strip() for part in text.split(",") if part.strip()):
+            kind, _, value = item.rpartition("=")
+            if kind:
+                per_type[kind.strip()] = float(value)
+            else:
+                default = float(value)
+    except ValueError:
+        raise UserError(f"--threshold must be a number or TYPE=NUMBER,..., not {text!r}") from None
+    return default, per_type
+
+
+def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str) -> tuple[Adviser, NodeStatusTracker, int]:
+    default, per_type = parse_threshold(threshold)
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)
-    return Adviser(train_all(samples, depth, min_leaf), threshold), tracker, end_us
+    return Adviser(train_all(samples, depth, min_leaf), default, thresholds=per_type), tracker, end_us
 
 
 @advise.command("query", epilog=formats_epilog())
 @click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
 @click.option("--node", required=True, help="the node asked about")
 @click.option("--type", "task_type", default="all", show_default=True, help="the task's type")
-@click.option("--threshold", type=float, default=1.0, show_default=True, help="avoid above this expected z")
+@click.option("--threshold", default="1.0", show_default=True,
+              help="avoid above this expected z; per type as TYPE=Z,... (e.g. eval's choice: compute=0.37,memory=1.02)")
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path), help="a file adapter's blacklist")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
-def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | None, memory: float | None,
+def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | None, memory: float | None,
           blacklist: Path | None, as_json: bool) -> None:  # fmt: skip
     """One advice: allow or avoid NODE for a task of TYPE, on the node's status at the trace's end."""
     from adapters.extender import BlacklistFile
@@ -176,7 +193,7 @@ def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | N
     adviser.listed = BlacklistFile(blacklist)()
     advice = adviser.advise(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
     document = {"node": node, "task_type": task_type, "verdict": advice.verdict, "expected_z": advice.expected_z,
-                "threshold": threshold, "reason": advice.reason}  # fmt: skip
+                "threshold": advice.threshold, "reason": advice.reason}  # fmt: skip
     if not _emit(document, as_json):
         click.echo(f"{advice.verdict} {node} for {task_type}: {advice.reason}")
 
@@ -186,7 +203,8 @@ def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | N
               help="FORMAT:PATH the trees learn from (and node status without --kafka)")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True)
-@click.option("--threshold", type=float, default=1.0, show_default=True, help="avoid above this expected z")
+@click.option("--threshold", default="1.0", show_default=True,
+              help="avoid above this expected z; per type as TYPE=Z,... (e.g. eval's choice: compute=0.37,memory=1.02)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
               help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
 @click.option("--kafka", "live", is_flag=True,
@@ -196,7 +214,7 @@ def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | N
               help="with --kafka: node status and offsets saved here and restored at start (survives restarts)")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
-def serve(spec: str, host: str, port: int, threshold: float, blacklist: Path | None, live: bool,
+def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | None, live: bool,
           bootstrap: str | None, state_file: Path | None, metrics_port: int | None) -> None:  # fmt: skip
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
     from aiohttp import web

@@ -30,6 +30,10 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert answer["verdict"] in ("allow", "avoid") and "expected z" in answer["reason"]
+    strict = CliRunner().invoke(cli, ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04",
+                                      "--type", "compute", "--threshold", "0.5,compute=-99", "--json"])  # fmt: skip
+    answer = json.loads(strict.stdout)
+    assert answer["verdict"] == "avoid" and answer["threshold"] == -99  # the type's own threshold, not the default
     tree = CliRunner().invoke(cli, ["advise", "tree", "--trace", f"{SMALL},seed=3", "--type", "memory"])
     assert tree.exit_code == 0 and "|---" in tree.stdout
 
@@ -37,6 +41,7 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
 def test_bad_input_is_one_line_and_exit_1() -> None:
     for args in (["eval", "--trace", SMALL, "--seeds", "one"],
                  ["eval", "--trace", SMALL, "--targets", "speed"],
+                 ["query", "--trace", SMALL, "--node", "n", "--threshold", "compute=high"],
                  ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
                  ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"]):  # fmt: skip
         result = CliRunner().invoke(cli, ["advise", *args])
