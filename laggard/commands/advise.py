@@ -64,7 +64,7 @@ def advise() -> None:
 @click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True, help="CART depth")
 @click.option("--min-leaf", type=click.IntRange(min=1), default=50, show_default=True, help="CART leaf size")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="seeded redraws per job")
-@click.option("--targets", default="z,ratio", show_default=True,
+@click.option("--targets", default="z", show_default=True,
               help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
                    "--tune-seeds")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
