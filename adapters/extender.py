@@ -16,22 +16,42 @@ requests in the trace's units, not in cores and bytes). A body that is not JSON,
 gets a 400 with the reason, and the server goes on.
 
 Node status comes from ``status_of`` (a callable, (node, task type) -> NodeStatus) and the blacklist from ``listed`` (a
-callable returning the current set): both pluggable, so a live deployment can feed them from the worker's
-topics while ``laggard advise serve`` feeds them from a trace and a blacklist file.
+callable returning the current set): both pluggable. ``laggard advise serve`` feeds them from a trace, or live
+from Kafka (``StatusFeed``: a thin kafka-python consumer of ``task-events`` for what starts and ends where and
+of ``node-samples`` for the nodes' z-values, into the core's ``NodeStatusTracker``), and a blacklist file.
+``StatusFile`` keeps the tracker and the feed's offsets across restarts.
+
+Prometheus metrics (prometheus_client's default registry, served by ``streams.health.serve`` on the metrics
+port as the other adapters do): ``laggard_extender_requests{verb}``, ``laggard_extender_nodes{verb,verdict}``
+(nodes allowed, avoided by the trees, or filtered as listed), ``laggard_extender_errors{kind}`` (``bad-request``:
+a 400; ``internal``: a 500), and ``laggard_events_in{topic,reader="adapter-extender"}`` for the feed.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+import orjson
 from aiohttp import web
+from prometheus_client import Counter
 
+from adapters.base import write_atomically
 from streams.core.avoidance.adviser import Advice, Adviser
 from streams.core.avoidance.features import task_type_of
-from streams.core.avoidance.status import NodeStatus
+from streams.core.avoidance.status import NodeStatus, NodeStatusTracker
+from streams.core.events import NormalizedTask, TaskFinish, TaskStart
+
+log = logging.getLogger("laggard.adapters")
+REQUESTS = Counter("laggard_extender_requests", "Scheduler-extender requests answered, per verb", ["verb"])
+NODES = Counter("laggard_extender_nodes", "Candidate nodes judged, per verb and verdict (allowed, avoided, listed)",
+                ["verb", "verdict"])
+_VERDICT_LABEL = {"allow": "allowed", "avoid": "avoided"}
+ERRORS = Counter("laggard_extender_errors", "Requests that failed: bad-request (400) or internal (500)", ["kind"])
 
 TASK_TYPE_KEY = "laggard.io/task-type"
 StatusOf = Callable[[str, str], NodeStatus]  # (node, task type) -> status
@@ -88,13 +108,17 @@ class Extender:
     def __init__(self, adviser: Adviser, status_of: StatusOf, listed: Callable[[], Collection[str]]) -> None:
         self.adviser, self.status_of, self.listed = adviser, status_of, listed
 
-    def _advice(self, task_type: str, names: list[str]) -> list[Advice]:
+    def _advice(self, verb: str, task_type: str, names: list[str]) -> list[Advice]:
         self.adviser.listed = frozenset(self.listed())
-        return [self.adviser.advise(name, task_type, self.status_of(name, task_type)) for name in names]
+        advice = [self.adviser.advise(name, task_type, self.status_of(name, task_type)) for name in names]
+        REQUESTS.labels(verb).inc()
+        for a in advice:
+            NODES.labels(verb, "listed" if a.listed else _VERDICT_LABEL[a.verdict]).inc()
+        return advice
 
     def filter(self, body: bytes) -> dict[str, Any]:
         task_type, names, items = parse_args(body)
-        advice = self._advice(task_type, names)
+        advice = self._advice("filter", task_type, names)
         kept = [a.node_id for a in advice if a.allowed]
         result: dict[str, Any] = {
             "FailedNodes": {a.node_id: a.reason for a in advice if not a.allowed},
@@ -111,7 +135,8 @@ class Extender:
 
     def prioritize(self, body: bytes) -> list[dict[str, Any]]:
         task_type, names, _ = parse_args(body)
-        return [{"Host": a.node_id, "Score": self.adviser.priority(a)} for a in self._advice(task_type, names)]
+        advice = self._advice("prioritize", task_type, names)
+        return [{"Host": a.node_id, "Score": self.adviser.priority(a)} for a in advice]
 
     def app(self) -> web.Application:
         async def filter_(request: web.Request) -> web.Response:
@@ -134,7 +159,12 @@ class Extender:
         try:
             return web.json_response(verb(body))
         except BadArgs as exc:
+            ERRORS.labels("bad-request").inc()
             return web.json_response({"Error": str(exc)}, status=400)
+        except Exception as exc:  # a bug must not take the scheduler's extender down: answer 500 and go on
+            ERRORS.labels("internal").inc()
+            log.exception("scheduler-extender request failed")
+            return web.json_response({"Error": f"internal error: {type(exc).__name__}: {exc}"}, status=500)
 
 
 class BlacklistFile:
@@ -156,3 +186,135 @@ class BlacklistFile:
             self._nodes = frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
             self._stamp = stamp
         return self._nodes
+
+
+STATE_FORMAT = "laggard-extender-state/1"
+
+
+class LiveStatus:
+    """The node-status tracker behind a lock, the event time it has reached, and the feed's next offsets
+    (``"topic:partition" -> offset``): what ``status_of`` reads while ``StatusFeed`` writes.
+
+    Records of ``task-events`` come per partition (by job), so across partitions they are only roughly in
+    event time; the tracker tolerates that (a peak may be a few seconds early or late)."""
+
+    def __init__(self, tracker: NodeStatusTracker, now_us: int = 0, offsets: dict[str, int] | None = None) -> None:
+        self.tracker, self.now_us, self.offsets = tracker, now_us, dict(offsets or {})
+        self.lock = threading.Lock()
+        self.changed = False
+
+    def apply(self, event: Any, position: str | None = None, next_offset: int = 0) -> None:
+        """One decoded record: task starts and ends load nodes, node samples move their score."""
+        with self.lock:
+            if isinstance(event, TaskStart | TaskFinish):
+                self.tracker.update(event)
+                self.now_us = max(self.now_us, event.ts_us)
+            elif isinstance(event, NormalizedTask):
+                self.tracker.observe(event, max(self.now_us, event.ts_us))
+            if position is not None:
+                self.offsets[position] = next_offset
+            self.changed = True
+
+    def status(self, node_id: str, task_type: str) -> NodeStatus:
+        with self.lock:
+            return self.tracker.status(node_id, self.now_us, task_type)
+
+    def save(self, path: Path) -> None:
+        """Replace the state file atomically with the tracker, the event time and the offsets."""
+        with self.lock:
+            document = {"format": STATE_FORMAT, "now_us": self.now_us, "offsets": dict(sorted(self.offsets.items())),
+                        "tracker": self.tracker.snapshot()}  # fmt: skip
+            self.changed = False
+        write_atomically(path, orjson.dumps(document).decode() + "\n")
+
+    @classmethod
+    def load(cls, path: Path) -> LiveStatus | None:
+        """The state saved at ``path``; None (a cold start, with a warning) when it is missing or unusable."""
+        if not path.exists():
+            return None
+        try:
+            document = orjson.loads(path.read_bytes())
+            if not isinstance(document, dict) or document.get("format") != STATE_FORMAT:
+                raise ValueError(f"format {document.get('format') if isinstance(document, dict) else None!r}, "
+                                 f"expected {STATE_FORMAT!r}")  # fmt: skip
+            offsets = {str(key): int(value) for key, value in document["offsets"].items()}
+            return cls(NodeStatusTracker.restore(document["tracker"]), int(document["now_us"]), offsets)
+        except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
+            log.warning("ignoring state file %s (%s): node status starts empty", path, exc)
+            return None
+
+
+class StatusFeed:
+    """A thin kafka-python consumer keeping a ``LiveStatus`` current from ``task-events`` and ``node-samples``.
+
+    ``start`` connects and assigns every partition of both topics (resuming from the saved offsets, else from
+    the beginning, so the tasks running now are known), then a daemon thread polls until ``stop``; the state
+    file, when given, is replaced every ``save_every_s`` while records come, and once more at the stop."""
+
+    def __init__(self, settings: Any, live: LiveStatus, state_path: Path | None = None, save_every_s: float = 10.0,
+                 health: Any = None) -> None:  # fmt: skip
+        self.settings, self.live, self.state_path, self.save_every_s = settings, live, state_path, save_every_s
+        self.health = health
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer: Any = None
+
+    def start(self) -> None:
+        from kafka import TopicPartition
+
+        from streams import kafka_clients
+        from streams.errors import TopicMissing
+        from streams.serde.topics import NODE_SAMPLES, TASK_EVENTS
+
+        consumer = kafka_clients.consumer(self.settings, client_id="laggard-extender")
+        partitions = []
+        for topic in (TASK_EVENTS.name, NODE_SAMPLES.name):
+            found = consumer.partitions_for_topic(topic)
+            if not found:
+                consumer.close()
+                raise TopicMissing(f"topic {topic} does not exist at {self.settings.bootstrap_servers} "
+                                   "(start the worker, or `laggard topics create`)")
+            partitions += [TopicPartition(topic, p) for p in sorted(found)]
+        consumer.assign(partitions)
+        for tp in partitions:
+            saved = self.live.offsets.get(f"{tp.topic}:{tp.partition}")
+            if saved is not None:
+                consumer.seek(tp, saved)
+            else:
+                consumer.seek_to_beginning(tp)
+        self._consumer = consumer
+        self._thread = threading.Thread(target=self._run, name="laggard-extender-feed", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import time
+
+        from streams import metrics
+        from streams.serde import codec
+
+        saved_at = time.monotonic()
+        if self.health is not None:
+            self.health.set(None, None)
+        while not self._stop.is_set():
+            for records in self._consumer.poll(timeout_ms=500).values():
+                for record in records:
+                    metrics.EVENTS_IN.labels(record.topic, "adapter-extender").inc()
+                    try:
+                        event = codec.decode(record.value)
+                    except codec.DecodeError:
+                        ERRORS.labels("undecodable").inc()
+                        event = None
+                    self.live.apply(event, f"{record.topic}:{record.partition}", record.offset + 1)
+            if self.health is not None:
+                self.health.beat()
+            if self.state_path is not None and self.live.changed and time.monotonic() - saved_at >= self.save_every_s:
+                self.live.save(self.state_path)
+                saved_at = time.monotonic()
+        self._consumer.close()
+        if self.state_path is not None:
+            self.live.save(self.state_path)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)

@@ -9,6 +9,7 @@ adviser avoids a node where the expected z exceeds a threshold, and says why wit
   laggard advise tree  --trace ... [--type T]    print a tree
   laggard advise query --trace ... --node N --type T   one advice, on the node's status at the trace's end
   laggard advise serve --trace ... --port 8088   the Kubernetes scheduler-extender endpoint
+  laggard advise serve --trace ... --kafka --state FILE --metrics-port 9108   node status live from Kafka
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import orjson
 from rich.table import Table
 
 from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace, load_samples, train_all
-from laggard.commands.options import formats_epilog, stdout_console
+from laggard.commands.options import bootstrap_option, formats_epilog, settings_with, stdout_console
 from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.adviser import Adviser
 from streams.core.avoidance.status import NodeStatusTracker
+from streams.core.avoidance.thresholds import TARGETS
 
 
 def _seeds(text: str) -> list[int]:
@@ -62,14 +64,23 @@ def advise() -> None:
 @click.option("--depth", type=click.IntRange(min=1), default=4, show_default=True, help="CART depth")
 @click.option("--min-leaf", type=click.IntRange(min=1), default=50, show_default=True, help="CART leaf size")
 @click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True, help="seeded redraws per job")
+@click.option("--targets", default="z", show_default=True,
+              help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
+                   "--tune-seeds")
+@click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
-          min_leaf: int, repeats: int, as_json: bool, plot: str | None) -> None:  # fmt: skip
+          min_leaf: int, repeats: int, targets: str, one_threshold: bool, as_json: bool,
+          plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")
     hours = learn_hours if learn_hours is not None else (1.0 if synthetic else 7.0)
-    knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats)
+    chosen = tuple(t.strip() for t in targets.split(",") if t.strip())
+    if not chosen or any(t not in TARGETS for t in chosen):
+        raise UserError(f"--targets must name some of {', '.join(TARGETS)}, not {targets!r}")
+    knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats,
+                  targets=chosen, per_type=not one_threshold)  # fmt: skip
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")
     if synthetic:
@@ -86,7 +97,9 @@ def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, bud
 
 def _print_eval(document: dict[str, Any]) -> None:
     console = stdout_console()
-    table = Table(title=f"adviser on {document['trace']} (threshold z > {document['threshold']:+.2f})")
+    label = "z" if document.get("target", "z") == "z" else "x job median"
+    limits = thresholds_text(document["threshold"])
+    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits})")
     for column in ("run", "refused", "stragglers avoided", "null avoided", "JCT cut", "null JCT cut", "avoided (z>=1)"):
         table.add_column(column, justify="right")
     for r in document["runs"]:
@@ -106,6 +119,13 @@ def _print_eval(document: dict[str, Any]) -> None:
     if document.get("tree"):
         console.print(f"CART of type {document['tree']['task_type']!r} (learned on the first hours):")
         console.print(document["tree"]["text"], markup=False)
+
+
+def thresholds_text(threshold: float | dict[str, float]) -> str:
+    """``+1.02``, or ``compute +0.85, memory +1.04`` for thresholds per type."""
+    if isinstance(threshold, dict):
+        return ", ".join(f"{kind} {value:+.2f}" for kind, value in sorted(threshold.items()))
+    return f"{threshold:+.2f}"
 
 
 def _pct(value: float | None) -> str:
@@ -131,23 +151,40 @@ def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: b
             click.echo(f"# task type {kind}\n{cart.text(kind)}")
 
 
-def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: float) -> tuple[Adviser, NodeStatusTracker, int]:
+def parse_threshold(text: str) -> tuple[float, dict[str, float]]:
+    """``1.0`` -> (1.0, {}); ``compute=0.37,memory=1.02`` -> (1.0, per type); a bare number sets the default."""
+    default, per_type = 1.0, {}
+    try:
+        for item in (part.strip() for part in text.split(",") if part.strip()):
+            kind, _, value = item.rpartition("=")
+            if kind:
+                per_type[kind.strip()] = float(value)
+            else:
+                default = float(value)
+    except ValueError:
+        raise UserError(f"--threshold must be a number or TYPE=NUMBER,..., not {text!r}") from None
+    return default, per_type
+
+
+def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str) -> tuple[Adviser, NodeStatusTracker, int]:
+    default, per_type = parse_threshold(threshold)
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)
-    return Adviser(train_all(samples, depth, min_leaf), threshold), tracker, end_us
+    return Adviser(train_all(samples, depth, min_leaf), default, thresholds=per_type), tracker, end_us
 
 
 @advise.command("query", epilog=formats_epilog())
 @click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
 @click.option("--node", required=True, help="the node asked about")
 @click.option("--type", "task_type", default="all", show_default=True, help="the task's type")
-@click.option("--threshold", type=float, default=1.0, show_default=True, help="avoid above this expected z")
+@click.option("--threshold", default="1.0", show_default=True,
+              help="avoid above this expected z; per type as TYPE=Z,... (e.g. eval's choice: compute=0.37,memory=1.02)")
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path), help="a file adapter's blacklist")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
-def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | None, memory: float | None,
+def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | None, memory: float | None,
           blacklist: Path | None, as_json: bool) -> None:  # fmt: skip
     """One advice: allow or avoid NODE for a task of TYPE, on the node's status at the trace's end."""
     from adapters.extender import BlacklistFile
@@ -156,25 +193,86 @@ def query(spec: str, node: str, task_type: str, threshold: float, cpu: float | N
     adviser.listed = BlacklistFile(blacklist)()
     advice = adviser.advise(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
     document = {"node": node, "task_type": task_type, "verdict": advice.verdict, "expected_z": advice.expected_z,
-                "threshold": threshold, "reason": advice.reason}  # fmt: skip
+                "threshold": advice.threshold, "reason": advice.reason}  # fmt: skip
     if not _emit(document, as_json):
         click.echo(f"{advice.verdict} {node} for {task_type}: {advice.reason}")
 
 
 @advise.command("serve", epilog=formats_epilog())
-@click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
+@click.option("--trace", "spec", required=True,
+              help="FORMAT:PATH the trees learn from (and node status without --kafka)")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True)
-@click.option("--threshold", type=float, default=1.0, show_default=True, help="avoid above this expected z")
+@click.option("--threshold", default="1.0", show_default=True,
+              help="avoid above this expected z; per type as TYPE=Z,... (e.g. eval's choice: compute=0.37,memory=1.02)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
               help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
-def serve(spec: str, host: str, port: int, threshold: float, blacklist: Path | None) -> None:
+@click.option("--kafka", "live", is_flag=True,
+              help="keep node status live from Kafka's task-events and node-samples (settings as the adapters)")
+@bootstrap_option
+@click.option("--state", "state_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="with --kafka: node status and offsets saved here and restored at start (survives restarts)")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
+def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | None, live: bool,
+          bootstrap: str | None, state_file: Path | None, metrics_port: int | None) -> None:  # fmt: skip
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
     from aiohttp import web
 
-    from adapters.extender import BlacklistFile, Extender
+    from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusFeed, StatusOf
 
+    if state_file is not None and not live:
+        raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
+    settings = settings_with(bootstrap, metrics_port=metrics_port)
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
-    extender = Extender(adviser, lambda node, kind: tracker.status(node, end_us, kind), BlacklistFile(blacklist))
+    health = _serve_health(settings)
+    feed: StatusFeed | None = None
+    status_of: StatusOf
+    if live:
+        status = (LiveStatus.load(state_file) if state_file else None) or LiveStatus(NodeStatusTracker())
+        feed = StatusFeed(settings, status, state_file, health=health)
+        _start_feed(feed)
+        click.echo(f"node status from Kafka at {settings.bootstrap_servers}, event time {status.now_us}", err=True)
+        status_of = status.status
+    else:
+        status_of = _at(tracker, end_us)
+        if health is not None:
+            health.set(None, None)
+    extender = Extender(adviser, status_of, BlacklistFile(blacklist))
+    app = extender.app()
+    if feed is not None:
+        async def stop_feed(_: web.Application) -> None:
+            feed.stop()
+
+        app.on_cleanup.append(stop_feed)
     click.echo(f"scheduler extender on http://{host}:{port} (filter, prioritize, healthz)", err=True)
-    web.run_app(extender.app(), host=host, port=port, print=None)
+    web.run_app(app, host=host, port=port, print=None)
+
+
+def _at(tracker: NodeStatusTracker, end_us: int) -> Any:
+    """Node status as it was at the trace's end (the trace-fed server's status never moves)."""
+    return lambda node, kind: tracker.status(node, end_us, kind)
+
+
+def _start_feed(feed: Any) -> None:
+    from streams.errors import BrokerUnavailable, TopicMissing
+
+    try:
+        feed.start()
+    except (BrokerUnavailable, TopicMissing) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _serve_health(settings: Any) -> Any:
+    """Health and /metrics on the metrics port, as the adapters serve them (None without a port)."""
+    from streams.health import Health, serve
+
+    if not settings.metrics_port:
+        return None
+    health = Health(settings.stall_timeout_s or float("inf"))
+    try:
+        serve(settings.metrics_port, health, settings.metrics_host)
+    except OSError as exc:
+        raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                        f"{exc.strerror}") from None
+    return health

@@ -23,7 +23,9 @@ def plot_advice(document: dict[str, Any], path: Path) -> None:
     left.axhline(50, color="#555555", linestyle=":", linewidth=1)
     left.axhline(10, color="#555555", linestyle=":", linewidth=1)
     left.set_ylabel("%")
-    left.set_title(f"adviser, threshold z > {document['threshold']:+.2f}")
+    limit = document["threshold"]
+    words = ", ".join(f"{k} {v:+.2f}" for k, v in sorted(limit.items())) if isinstance(limit, dict) else f"{limit:+.2f}"
+    left.set_title(f"adviser, avoid above {document.get('target', 'z')} {words}")
     right.bar([x - width / 2 for x in xs], [100 * (r["jct_reduction"] or 0) for r in runs], width, label="adviser")
     right.bar([x + width / 2 for x in xs], [100 * (r["null_jct_reduction"] or 0) for r in runs], width,
               label="as many random refusals")  # fmt: skip

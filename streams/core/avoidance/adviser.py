@@ -24,7 +24,7 @@ where the task is expected to run well below its job's mean, 0 at or beyond the 
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -69,8 +69,13 @@ class Adviser:
     """Advice from per-type trees, a threshold on expected z, and the set of listed nodes (pluggable: any
     collection; the CLI reads a file adapter's blacklist file, a live adviser would follow the snapshots)."""
 
-    def __init__(self, trees: CartTrees, threshold: float = 1.0, listed: Collection[str] = frozenset()) -> None:
+    def __init__(self, trees: CartTrees, threshold: float = 1.0, listed: Collection[str] = frozenset(),
+                 thresholds: Mapping[str, float] | None = None) -> None:  # fmt: skip
         self.trees, self.threshold, self.listed = trees, threshold, frozenset(listed)
+        self.thresholds = dict(thresholds or {})  # per task type, chosen on tuning clusters; else ``threshold``
+
+    def threshold_for(self, task_type: str) -> float:
+        return self.thresholds.get(task_type, self.threshold)
 
     def advise(
         self,
@@ -81,18 +86,19 @@ class Adviser:
         memory_request: float | None = None,
     ) -> Advice:
         """Allow or avoid ``node_id`` for a task of ``task_type``, given the node's ``snapshot`` at entry."""
+        limit = self.threshold_for(task_type)
         if node_id in self.listed:
-            return Advice(node_id, task_type, "avoid", None, self.threshold, (), True, f"{node_id} is on the blacklist")
+            return Advice(node_id, task_type, "avoid", None, limit, (), True, f"{node_id} is on the blacklist")
         x = features(snapshot, cpu_request, memory_request)
         expected = self.trees.predict_one(task_type, x)
         if expected is None:
             reason = f"no tree for task type {task_type!r} yet: allowed"
-            return Advice(node_id, task_type, "allow", None, self.threshold, (), False, reason)
+            return Advice(node_id, task_type, "allow", None, limit, (), False, reason)
         path = tuple(self.trees.path(task_type, x))
-        avoid = expected > self.threshold
+        avoid = expected > limit
         words = path_words(path) or "a tree with one leaf"
-        reason = f"{words}: expected z {expected:+.2f} {'>' if avoid else '<='} {self.threshold:+.2f}"
-        return Advice(node_id, task_type, "avoid" if avoid else "allow", expected, self.threshold, path, False, reason)
+        reason = f"{words}: expected z {expected:+.2f} {'>' if avoid else '<='} {limit:+.2f}"
+        return Advice(node_id, task_type, "avoid" if avoid else "allow", expected, limit, path, False, reason)
 
     def priority(self, advice: Advice) -> int:
         """0-10 for a scheduler extender's prioritize verb: higher is a better place for the task."""
@@ -101,7 +107,7 @@ class Adviser:
         if advice.expected_z is None:
             return MAX_PRIORITY // 2
         # expected z = threshold -> 0, z = 0 (the job's mean) -> 5, z = -threshold -> 10
-        scale = max(abs(self.threshold), 1e-9)
+        scale = max(abs(advice.threshold), 1e-9)
         score = MAX_PRIORITY / 2 * (1.0 - advice.expected_z / scale)
         return int(min(MAX_PRIORITY, max(0, round(score))))
 

@@ -204,7 +204,7 @@ def choose_threshold(predictions: Iterable[float | None], budget: float, floor: 
 class AdviceScore:
     """The adviser on the scored placements of a trace, beside the null baseline."""
 
-    threshold: float
+    threshold: float | Mapping[str, float]
     placements: int
     refused: int
     stragglers: int
@@ -242,11 +242,14 @@ def stragglers_by_z(samples: Sequence[Sample], z: float = 1.0) -> list[bool]:
 
 
 def assess(
-    samples: Sequence[Sample], predictions: Predictions, threshold: float, scored: Sequence[bool],
-    straggler: Sequence[bool], repeats: int = 5, seed: int = 0,
+    samples: Sequence[Sample], predictions: Predictions, threshold: float | Mapping[str, float],
+    scored: Sequence[bool], straggler: Sequence[bool], repeats: int = 5, seed: int = 0,
 ) -> AdviceScore:  # fmt: skip
-    """Refuse every scored placement whose expected z exceeds ``threshold``; score it beside random refusals."""
-    refuse = [bool(on and p is not None and p > threshold) for on, p in zip(scored, predictions, strict=True)]
+    """Refuse every scored placement whose expected z exceeds ``threshold`` (one, or one per task type: a type
+    without one is never refused); score it beside random refusals."""
+    limits = threshold if isinstance(threshold, Mapping) else {s.task_type: threshold for s in samples}
+    refuse = [bool(on and p is not None and p > limits.get(s.task_type, math.inf))
+              for on, p, s in zip(scored, predictions, samples, strict=True)]  # fmt: skip
     jobs: dict[str, list[int]] = {}
     for index, sample in enumerate(samples):
         jobs.setdefault(sample.job_id, []).append(index)

@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from streams.core.events import Event, NormalizedTask, TaskFinish, TaskStart
 
+STATE_FORMAT = "laggard-node-status/1"
 US_PER_MIN = 60_000_000
 RECENT_US = 5 * US_PER_MIN
 PEAK_US = 15 * US_PER_MIN
@@ -99,6 +101,51 @@ class NodeStatusTracker:
     def nodes(self) -> list[str]:
         """Every node seen so far, sorted."""
         return sorted(self._nodes)
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything the tracker knows, as a JSON-ready document (``restore`` reads it back): the adviser can
+        stop and start again without forgetting what runs where."""
+        nodes = {}
+        for node_id, node in sorted(self._nodes.items()):
+            nodes[node_id] = {
+                "running": [[job, task, a.attempt, a.task_type, a.cpu, a.memory]
+                            for (job, task), a in node.running.items()],
+                "starts": list(node.starts),
+                "history": [list(item) for item in node.history],
+                "scores": [list(item) for item in node.scores],
+                "sums": [node.cpu, node.memory, node.score_sum],  # as kept, so a restore adds up alike
+            }  # fmt: skip
+        windows = {"recent_us": self.recent_us, "peak_us": self.peak_us, "score_window_us": self.score_window_us}
+        return {"format": STATE_FORMAT, **windows, "nodes": nodes}
+
+    @classmethod
+    def restore(cls, document: dict[str, Any]) -> NodeStatusTracker:
+        """The tracker a ``snapshot`` was taken of; ``ValueError`` when the document is not one.
+
+        >>> tracker = NodeStatusTracker()
+        >>> tracker.update(TaskStart("j", "0", 0, "n1", 1_000_000, cpu_request=0.25))
+        >>> again = NodeStatusTracker.restore(tracker.snapshot())
+        >>> again.status("n1", 2_000_000) == tracker.status("n1", 2_000_000)
+        True
+        """
+        if not isinstance(document, dict) or document.get("format") != STATE_FORMAT:
+            raise ValueError(f"not a node-status snapshot (format {STATE_FORMAT!r} expected)")
+        try:
+            tracker = cls(int(document["recent_us"]), int(document["peak_us"]), int(document["score_window_us"]))
+            for node_id, saved in document["nodes"].items():
+                node = tracker._node(str(node_id))
+                for job, task, attempt, kind, cpu, memory in saved["running"]:
+                    node.running[(str(job), str(task))] = _Attempt(str(node_id), int(attempt), str(kind),
+                                                                   float(cpu), float(memory))  # fmt: skip
+                    node.by_type[str(kind)] += 1
+                    tracker._where[(str(job), str(task))] = str(node_id)
+                node.starts.extend(int(ts) for ts in saved["starts"])
+                node.history.extend((int(t), int(n), float(c), float(m)) for t, n, c, m in saved["history"])
+                node.scores.extend((int(t), float(z)) for t, z in saved["scores"])
+                node.cpu, node.memory, node.score_sum = (float(value) for value in saved["sums"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"not a node-status snapshot: {exc!r}") from None
+        return tracker
 
     def update(self, event: Event) -> None:
         if isinstance(event, TaskStart):

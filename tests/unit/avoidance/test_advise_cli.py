@@ -12,12 +12,15 @@ SMALL = "synthetic:nodes=20,slow=0,jobs=60,shape=6,interarrival=45,load=2"
 
 
 def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> None:
-    args = ["--seeds", "1-2", "--tune-seeds", "9", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1"]
+    args = ["--seeds", "1-2", "--tune-seeds", "9", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1",
+            "--targets", "z,ratio"]
     result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args, "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert [run["run"] for run in document["runs"]] == ["seed=1", "seed=2"]
     assert {"refused_share", "avoided_share", "jct_reduction", "null_jct_reduction"} <= set(document["runs"][0])
+    assert document["target"] in ("z", "ratio") and [row["target"] for row in document["tuning"]] == ["z", "ratio"]
+    assert set(document["threshold"]) == {"compute", "memory"}  # one threshold per task type
     assert set(document["summary"]["acceptance"]) == {"avoided_at_least_half", "refused_at_most_tenth",
                                                       "jct_beats_null"}  # fmt: skip
 
@@ -28,12 +31,19 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
     assert answer["verdict"] in ("allow", "avoid") and "expected z" in answer["reason"]
+    strict = CliRunner().invoke(cli, ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04",
+                                      "--type", "compute", "--threshold", "0.5,compute=-99", "--json"])  # fmt: skip
+    answer = json.loads(strict.stdout)
+    assert answer["verdict"] == "avoid" and answer["threshold"] == -99  # the type's own threshold, not the default
     tree = CliRunner().invoke(cli, ["advise", "tree", "--trace", f"{SMALL},seed=3", "--type", "memory"])
     assert tree.exit_code == 0 and "|---" in tree.stdout
 
 
 def test_bad_input_is_one_line_and_exit_1() -> None:
-    for args in (["eval", "--trace", SMALL, "--seeds", "one"], ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
+    for args in (["eval", "--trace", SMALL, "--seeds", "one"],
+                 ["eval", "--trace", SMALL, "--targets", "speed"],
+                 ["query", "--trace", SMALL, "--node", "n", "--threshold", "compute=high"],
+                 ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
                  ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"]):  # fmt: skip
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)

@@ -48,6 +48,12 @@ def _trees() -> CartTrees:
     return trees
 
 
+def _status(node: str, kind: str) -> NodeStatus:
+    if node == "node-broken":
+        raise RuntimeError("status store unavailable")  # a fault below the extender, for the 500 test
+    return NodeStatus(node, 0, running=BUSY.get(node, 2))
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -58,8 +64,7 @@ def _free_port() -> int:
 def server(tmp_path: Path) -> Iterator[str]:
     blacklist = tmp_path / "blacklist.txt"
     blacklist.write_text("node-listed\n")
-    extender = Extender(Adviser(_trees(), 1.0), lambda node, kind: NodeStatus(node, 0, running=BUSY.get(node, 2)),
-                        BlacklistFile(blacklist))  # fmt: skip
+    extender = Extender(Adviser(_trees(), 1.0), _status, BlacklistFile(blacklist))
     port = _free_port()
     loop = asyncio.new_event_loop()
     runner = web.AppRunner(extender.app())
@@ -114,3 +119,72 @@ def test_a_bad_body_gets_a_400_with_a_reason_and_the_server_goes_on(server: str,
     status, result = _post(f"{server}/filter", body)
     assert status == 400 and result["Error"]
     assert _post(f"{server}/filter", json.dumps(ARGS).encode())[0] == 200
+
+
+def test_an_internal_fault_is_a_500_with_the_reason_and_the_server_goes_on(server: str) -> None:
+    status, result = _post(f"{server}/filter", json.dumps({"Pod": ARGS["Pod"], "NodeNames": ["node-broken"]}).encode())
+    assert status == 500 and "status store unavailable" in result["Error"]
+    assert _post(f"{server}/filter", json.dumps(ARGS).encode())[0] == 200
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        head, _, value = line.rpartition(" ")
+        if head.startswith(name + "{") and ",".join(sorted(head[len(name) + 1:-1].split(","))) == wanted:
+            return float(value)
+    return 0.0
+
+
+def test_metrics_count_requests_by_verb_nodes_by_verdict_and_errors(server: str) -> None:
+    import urllib.request
+
+    from streams.health import Health, serve
+
+    metrics = serve(0, Health(60.0))
+    url = f"http://127.0.0.1:{metrics.server_port}/metrics"
+    try:
+        def read() -> str:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                return str(answer.read().decode())
+
+        before = read()
+        _post(f"{server}/filter", json.dumps(ARGS).encode())
+        _post(f"{server}/prioritize", json.dumps(ARGS).encode())
+        _post(f"{server}/filter", b"{not json")
+        after = read()
+    finally:
+        metrics.shutdown()
+        metrics.server_close()
+    grew = {
+        key: _metric(after, name, **labels) - _metric(before, name, **labels)
+        for key, (name, labels) in {
+            "filter": ("laggard_extender_requests_total", {"verb": "filter"}),
+            "prioritize": ("laggard_extender_requests_total", {"verb": "prioritize"}),
+            "avoided": ("laggard_extender_nodes_total", {"verb": "filter", "verdict": "avoided"}),
+            "listed": ("laggard_extender_nodes_total", {"verb": "filter", "verdict": "listed"}),
+            "allowed": ("laggard_extender_nodes_total", {"verb": "filter", "verdict": "allowed"}),
+            "bad": ("laggard_extender_errors_total", {"kind": "bad-request"}),
+        }.items()
+    }  # fmt: skip
+    assert grew == {"filter": 1, "prioritize": 1, "avoided": 1, "listed": 1, "allowed": 1, "bad": 1}
+
+
+def test_live_status_follows_records_and_comes_back_from_its_state_file(tmp_path: Path) -> None:
+    from adapters.extender import LiveStatus
+    from streams.core.avoidance.status import NodeStatusTracker
+    from streams.core.events import NormalizedTask, TaskStart
+
+    live = LiveStatus(NodeStatusTracker())
+    for i in range(3):
+        live.apply(TaskStart("j", str(i), 0, "node-a", 1_000_000 * (i + 1), cpu_request=0.3), "task-events:0", i + 1)
+    live.apply(NormalizedTask("k", "0", 0, "node-a", 2_500_000, 1_000_000, 1.7), "node-samples:0", 8)
+    assert live.status("node-a", "").running == 3 and live.status("node-a", "").score == 1.7
+    path = tmp_path / "extender-state.json"
+    live.save(path)
+    again = LiveStatus.load(path)
+    assert again is not None
+    assert again.offsets == {"task-events:0": 3, "node-samples:0": 8} and again.now_us == 3_000_000
+    assert again.status("node-a", "") == live.status("node-a", "")
+    path.write_text('{"format": "laggard-adapter-state/1"}')
+    assert LiveStatus.load(path) is None  # someone else's file: a cold start, not a crash
