@@ -1,0 +1,99 @@
+"""Offsets are committed only after every checkpoint written before them is confirmed by the broker.
+
+An agent writes its checkpoint into a Faust table, then acks the events it covers (streams.agents.checkpoint);
+Faust commits acked offsets every ``broker_commit_interval`` (2.8 s), at a rebalance and at a clean stop, and
+flushes its producer first. But a table write is not sent at once: it waits in Faust's producer buffer
+(``send_soon``), and the buffer's flush gives up after 0.1 s without a message leaving (``flush_atmost``), while
+the message a sender task has already taken off the buffer is in neither the buffer nor aiokafka's batches
+(aiokafka's flush waits only for those). A commit could therefore go ahead with the newest checkpoint still on
+its way; a worker killed then restarts from the committed offset with the table rebuilt from an older
+checkpoint, and the events in between are lost to its state.
+
+``ConfirmingApp`` closes that gap: its producer keeps the future of every buffered send until the broker
+acknowledges it, and its flush (the one Faust calls right before committing) waits, after Faust's own flush, for
+every send buffered before the flush began (those may hold checkpoints the commit relies on; later ones cannot:
+the commit's offsets were chosen before). A send that failed raises instead, so the commit does not happen and
+the worker stops; its supervisor restarts it from the last commit whose checkpoints are all durable. Each send
+still unconfirmed when Faust's flush returned is counted in ``laggard_commit_unconfirmed_sends_total``: a send
+the commit would have gone ahead without.
+
+>>> import asyncio
+>>> async def demo() -> tuple[int, int]:
+...     sends = UnconfirmedSends()
+...     future = asyncio.get_running_loop().create_future()
+...     sends.track(future)
+...     before = sends.pending()
+...     asyncio.get_running_loop().call_later(0.01, future.set_result, "acknowledged")
+...     return len(before), await confirm(before)
+>>> asyncio.run(demo())
+(1, 1)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import faust
+from prometheus_client import Counter
+
+log = logging.getLogger(__name__)
+
+UNCONFIRMED_AT_COMMIT = Counter(
+    "laggard_commit_unconfirmed_sends",
+    "Buffered sends (checkpoints) still unconfirmed when Faust's flush before an offset commit returned; the "
+    "commit waited for each")
+
+
+class UnconfirmedSends:
+    """The futures of sends not yet acknowledged by the broker."""
+
+    def __init__(self) -> None:
+        self._pending: set[asyncio.Future[Any]] = set()
+
+    def track(self, future: asyncio.Future[Any]) -> None:
+        if not future.done():
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
+
+    def pending(self) -> list[asyncio.Future[Any]]:
+        return list(self._pending)
+
+
+async def confirm(sends: list[asyncio.Future[Any]]) -> int:
+    """Wait until every one of ``sends`` is acknowledged; how many were not yet. A failed send raises its error
+    (nothing may be committed after it)."""
+    waiting = [send for send in sends if not send.done()]
+    await asyncio.gather(*sends)
+    return len(waiting)
+
+
+def confirm_before_commit(producer: Any) -> Any:
+    """Make ``producer`` (a Faust producer) keep every buffered send until it is acknowledged, and make its
+    ``flush`` wait, after Faust's own flush, for those buffered before it began; return it."""
+    sends = UnconfirmedSends()
+    send_soon, flush = producer.send_soon, producer.flush
+
+    def tracked_send_soon(future: Any) -> None:
+        sends.track(future)
+        send_soon(future)
+
+    async def confirmed_flush() -> None:
+        before = sends.pending()
+        await flush()
+        unconfirmed = await confirm(before)
+        if unconfirmed:
+            UNCONFIRMED_AT_COMMIT.inc(unconfirmed)
+            log.debug("flush before commit: %d of %d buffered sends were still unconfirmed after Faust's flush; "
+                     "waited for them", unconfirmed, len(before))
+
+    producer.send_soon, producer.flush = tracked_send_soon, confirmed_flush
+    return producer
+
+
+class ConfirmingApp(faust.App):
+    """A Faust app whose producer confirms buffered sends before offsets are committed (see the module)."""
+
+    def _new_producer(self) -> Any:
+        return confirm_before_commit(super()._new_producer())
