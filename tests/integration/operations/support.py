@@ -11,6 +11,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -85,3 +86,119 @@ def wait_until(condition, timeout_s: float, what: str, log: Path | None = None, 
             tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
             raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n{tail}")
         time.sleep(every_s)
+
+
+# Several workers, rebalances and kills (test_rebalance.py, test_kill_after_commit.py).
+
+SOURCES = ("task-events", "job-events", "ranking-feed")
+
+
+def start_worker(bootstrap: str, metrics_port: int, data_dir: Path, log: Path, **env: str
+                 ) -> subprocess.Popen[bytes]:
+    """`laggard worker` with /metrics on ``metrics_port``; every worker of a test joins the same group."""
+    return start(["worker", "--bootstrap", bootstrap, "--partitions", str(PARTITIONS), "--web-port", "0",
+                  "--metrics-port", str(metrics_port)], log, LAGGARD_DATA_DIR=str(data_dir), **env)
+
+
+def counted(port: int, name: str) -> float:
+    """The sum of a counter's samples on a worker's /metrics (0 when it does not answer)."""
+    try:
+        return sum(v for (sample, _), v in scrape(port).items() if sample == name)
+    except AssertionError:
+        return 0.0
+
+
+class CommittedOffsets:
+    """The consumer group's committed offsets of the source topics, read from the broker."""
+
+    def __init__(self, bootstrap: str, group: str = "laggard") -> None:
+        from streams import kafka_clients
+
+        self.group = group
+        self._admin = kafka_clients.admin(Settings(bootstrap_servers=bootstrap))
+
+    def now(self) -> dict[str, int]:
+        from kafka.errors import KafkaError
+
+        try:
+            found = self._admin.list_group_offsets({self.group: None}).get(self.group, {})
+        except KafkaError:  # no coordinator yet, a rebalance under way: nothing known this time
+            return {}
+        return {f"{tp.topic}:{tp.partition}": meta.offset for tp, meta in found.items()
+                if tp.topic in SOURCES and meta.offset >= 0}
+
+    def close(self) -> None:
+        self._admin.close()
+
+
+def assert_same_snapshot(final: BlacklistSnapshot, expected: BlacklistSnapshot) -> None:
+    """The version, the nodes listed and each entry's statistics are the uninterrupted run's."""
+    assert (final.version, final.node_ids) == (expected.version, expected.node_ids)
+    assert [(e.node_id, e.n, e.mean, e.ci_low) for e in final.nodes] == [
+        (e.node_id, e.n, e.mean, e.ci_low) for e in expected.nodes]
+
+
+class CleanRun(NamedTuple):
+    """What an uninterrupted run ends with: the last snapshot and each node's statistics in the last window."""
+
+    snapshot: BlacklistSnapshot
+    scores: dict[str, tuple[int, int, float, float]]  # node -> (window end, n, mean, std)
+
+
+def clean_run(spec: str) -> CleanRun:
+    pipeline = LocalPipeline(Settings(), partitions=PARTITIONS)
+    list(pipeline.run(open_trace(spec), finish=False))
+    assert pipeline.last_ranking is not None, "the trace ranks at least one period"
+    return CleanRun(pipeline.blacklist, {s.node_id: (s.window_end_us, s.n, s.mean, s.std)
+                                         for s in pipeline.last_ranking.ranking.node_scores()})
+
+
+def lags(port: int) -> dict[tuple[str, int], float]:
+    """Records waiting on each source partition a worker holds, from its /metrics (empty: no answer)."""
+    try:
+        samples = scrape(port)
+    except AssertionError:
+        return {}
+    return {(labels["topic"], int(labels["partition"])): value for (name, raw), value in samples.items()
+            if name == "laggard_consumer_lag_records" for labels in (dict(raw),)}
+
+
+def _published(bootstrap: str) -> CleanRun | None:
+    from tests.integration.support import decoded
+
+    snapshots = decoded(bootstrap, "blacklist-snapshot")
+    latest: dict[str, tuple[int, int, float, float]] = {}
+    for score in decoded(bootstrap, "node-scores"):  # a node's records are on one partition, in order
+        latest[score.node_id] = (score.window_end_us, score.n, score.mean, score.std)
+    return CleanRun(snapshots[-1], latest) if snapshots else None
+
+
+def wait_until_settled(bootstrap: str, port: int, clean: CleanRun, log: Path, timeout_s: float) -> CleanRun:
+    """What the workers published once the one on ``port`` holds every source partition, has read all of
+    them, the last window of the clean run is out and nothing more comes between two looks."""
+    every_source = 2 * PARTITIONS + 1  # task-events, job-events, the ranking feed
+    last_window = max(end for end, *_ in clean.scores.values())
+    previous: list[CleanRun | None] = [None]
+
+    def settled() -> CleanRun | None:
+        waiting = lags(port)
+        if len(waiting) < every_source or any(waiting.values()):
+            previous[0] = None
+            return None
+        now = _published(bootstrap)
+        if now is None or now.snapshot.version < clean.snapshot.version or not now.scores or max(
+                end for end, *_ in now.scores.values()) < last_window:
+            return None
+        quiet, previous[0] = now == previous[0], now
+        return now if quiet else None
+
+    result: CleanRun = wait_until(settled, timeout_s, "the worker to settle on the clean run's last window",
+                                  log, every_s=3)
+    return result
+
+
+def assert_same_end(published: CleanRun, clean: CleanRun) -> None:
+    """The final snapshot and every node's statistics in the last window are the clean run's."""
+    assert_same_snapshot(published.snapshot, clean.snapshot)
+    assert {node: published.scores.get(node) for node in clean.scores} == clean.scores, \
+        "each node's latest statistics are those of the clean run's last window"
