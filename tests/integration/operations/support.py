@@ -17,7 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from laggard import kafka_local
 from producers.registry import open_trace
-from streams.core.events import BlacklistSnapshot
+from streams.core.events import BlacklistDelta, BlacklistSnapshot
+from streams.core.stages import RankResult
 from streams.local import LocalPipeline
 from streams.settings import Settings
 from tests.integration.support import LAGGARD
@@ -138,19 +139,47 @@ def assert_same_snapshot(final: BlacklistSnapshot, expected: BlacklistSnapshot) 
         (e.node_id, e.n, e.mean, e.ci_low) for e in expected.nodes]
 
 
+Stats = tuple[int, float, float]  # a node's n, mean and std in one window
+Delta = tuple[int, list[str], list[str]]  # version, nodes added, nodes removed
+
+
+def delta_summary(delta: BlacklistDelta) -> Delta:
+    return delta.version, sorted(e.node_id for e in delta.added), sorted(e.node_id for e in delta.removed)
+
+
 class CleanRun(NamedTuple):
-    """What an uninterrupted run ends with: the last snapshot and each node's statistics in the last window."""
+    """What an uninterrupted run publishes: the last snapshot, and each node's statistics in every window."""
 
     snapshot: BlacklistSnapshot
-    scores: dict[str, tuple[int, int, float, float]]  # node -> (window end, n, mean, std)
+    windows: dict[tuple[str, int], Stats]  # (node, window end) -> statistics
+    deltas: list[Delta]
+
+    @property
+    def last_window(self) -> int:
+        return max(end for _, end in self.windows)
 
 
 def clean_run(spec: str) -> CleanRun:
-    pipeline = LocalPipeline(Settings(), partitions=PARTITIONS)
-    list(pipeline.run(open_trace(spec), finish=False))
-    assert pipeline.last_ranking is not None, "the trace ranks at least one period"
-    return CleanRun(pipeline.blacklist, {s.node_id: (s.window_end_us, s.n, s.mean, s.std)
-                                         for s in pipeline.last_ranking.ranking.node_scores()})
+    windows: dict[tuple[str, int], Stats] = {}
+
+    def keep(result: RankResult) -> None:
+        windows.update(((s.node_id, s.window_end_us), (s.n, s.mean, s.std)) for s in result.ranking.node_scores())
+
+    pipeline = LocalPipeline(Settings(), partitions=PARTITIONS, on_ranking=keep)
+    deltas = [delta_summary(d) for d in pipeline.run(open_trace(spec), finish=False)]
+    assert windows, "the trace ranks at least one period"
+    return CleanRun(pipeline.blacklist, windows, deltas)
+
+
+class Published(NamedTuple):
+    """What the workers published: the last snapshot, and every node-scores record in the order of its node."""
+
+    snapshot: BlacklistSnapshot
+    scores: list[tuple[str, int, Stats]]  # (node, window end, statistics)
+    deltas: list[Delta]
+
+    def latest(self) -> dict[str, Stats]:
+        return {node: stats for node, _, stats in self.scores}
 
 
 def lags(port: int) -> dict[tuple[str, int], float]:
@@ -163,42 +192,58 @@ def lags(port: int) -> dict[tuple[str, int], float]:
             if name == "laggard_consumer_lag_records" for labels in (dict(raw),)}
 
 
-def _published(bootstrap: str) -> CleanRun | None:
+def _published(bootstrap: str) -> Published | None:
     from tests.integration.support import decoded
 
     snapshots = decoded(bootstrap, "blacklist-snapshot")
-    latest: dict[str, tuple[int, int, float, float]] = {}
-    for score in decoded(bootstrap, "node-scores"):  # a node's records are on one partition, in order
-        latest[score.node_id] = (score.window_end_us, score.n, score.mean, score.std)
-    return CleanRun(snapshots[-1], latest) if snapshots else None
+    scores = [(s.node_id, s.window_end_us, (s.n, s.mean, s.std)) for s in decoded(bootstrap, "node-scores")]
+    deltas = [delta_summary(d) for d in decoded(bootstrap, "blacklist-deltas")]
+    return Published(snapshots[-1], scores, deltas) if snapshots else None
 
 
-def wait_until_settled(bootstrap: str, port: int, clean: CleanRun, log: Path, timeout_s: float) -> CleanRun:
+def wait_until_settled(bootstrap: str, port: int, clean: CleanRun, log: Path, timeout_s: float) -> Published:
     """What the workers published once the one on ``port`` holds every source partition, has read all of
     them, the last window of the clean run is out and nothing more comes between two looks."""
     every_source = 2 * PARTITIONS + 1  # task-events, job-events, the ranking feed
-    last_window = max(end for end, *_ in clean.scores.values())
-    previous: list[CleanRun | None] = [None]
+    previous: list[Published | None] = [None]
 
-    def settled() -> CleanRun | None:
+    def settled() -> Published | None:
         waiting = lags(port)
         if len(waiting) < every_source or any(waiting.values()):
             previous[0] = None
             return None
         now = _published(bootstrap)
-        if now is None or now.snapshot.version < clean.snapshot.version or not now.scores or max(
-                end for end, *_ in now.scores.values()) < last_window:
+        if now is None or now.snapshot.version < clean.snapshot.version or max(
+                (end for _, end, _ in now.scores), default=-1) < clean.last_window:
             return None
         quiet, previous[0] = now == previous[0], now
         return now if quiet else None
 
-    result: CleanRun = wait_until(settled, timeout_s, "the worker to settle on the clean run's last window",
-                                  log, every_s=3)
+    result: Published = wait_until(settled, timeout_s, "the worker to settle on the clean run's last window",
+                                   log, every_s=3)
     return result
 
 
-def assert_same_end(published: CleanRun, clean: CleanRun) -> None:
-    """The final snapshot and every node's statistics in the last window are the clean run's."""
+def assert_same_decisions(published: Published, clean: CleanRun) -> None:
+    """The deltas (each version once, in order) and the final snapshot are the clean run's."""
+    assert published.deltas == clean.deltas
     assert_same_snapshot(published.snapshot, clean.snapshot)
-    assert {node: published.scores.get(node) for node in clean.scores} == clean.scores, \
-        "each node's latest statistics are those of the clean run's last window"
+
+
+def score_differences(published: Published, clean: CleanRun) -> list[tuple[str, int, Stats, Stats | None]]:
+    """Every node-scores record whose statistics are not the clean run's for its node and window (an event
+    lost or counted twice anywhere shows in the windows after it), and each node's latest record that does not
+    hold the statistics of the clean run's last window."""
+    wrong = [(node, end, stats, clean.windows.get((node, end))) for node, end, stats in published.scores
+             if clean.windows.get((node, end)) != stats]
+    latest = published.latest()
+    return wrong + [(node, clean.last_window, latest.get(node, (0, 0.0, 0.0)), stats)
+                    for (node, end), stats in clean.windows.items()
+                    if end == clean.last_window and latest.get(node) != stats]
+
+
+def assert_same_end(published: Published, clean: CleanRun) -> None:
+    """The clean run's decisions, and its statistics in every window."""
+    assert_same_decisions(published, clean)
+    wrong = score_differences(published, clean)
+    assert not wrong, f"{len(wrong)} of {len(published.scores)} scores differ from the clean run's: {wrong[:5]}"

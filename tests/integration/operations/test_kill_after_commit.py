@@ -25,7 +25,7 @@ from tests.integration.operations.support import (
     wait_until,
     wait_until_settled,
 )
-from tests.integration.support import decoded, replay
+from tests.integration.support import replay
 
 SPEC = "synthetic:nodes=40,slow=3,jobs=300,seed=3"
 KILLS = 2
@@ -80,7 +80,6 @@ def test_a_worker_killed_right_after_its_commits_ends_as_the_clean_run(tmp_path:
             resumed = offsets.now()
         finally:
             offsets.close()
-        deltas = decoded(bootstrap, "blacklist-deltas")
 
     commits = [committed for committed, _ in lives]
     print(f"killed {[f'{s * 1000:.1f} ms' for _, s in lives]} after seeing commits {commits}; the last worker's "
@@ -88,6 +87,4 @@ def test_a_worker_killed_right_after_its_commits_ends_as_the_clean_run(tmp_path:
     for earlier, later in itertools.pairwise([*commits, resumed]):
         assert all(later.get(tp, -1) >= offset for tp, offset in earlier.items()), "commits never went back"
     assert resumed != commits[-1], "the last worker went on past the last kill"
-    versions = [d.version for d in deltas]
-    assert versions == sorted(set(versions)), f"versions went backwards or repeated: {versions}"
     assert_same_end(published, clean)
