@@ -1,9 +1,10 @@
 """Why streams.agents.commit exists, and that it works: Faust's own flush before a commit returns while a buffered
 send (a table's checkpoint) is still unconfirmed; the confirming flush returns only once the broker confirmed it.
+And partitions with nothing committed are sought to their first record when Faust seeks to committed offsets.
 
 Faust's real ProducerBuffer (the one table writes go through) and a real faust.App; the channel that publishes is
 a FAKE standing in for aiokafka and the broker: taking the message takes 0.3 s (a full batch waiting to drain),
-the acknowledgement comes 0.05 s later.
+the acknowledgement comes 0.05 s later. The consumer is a FAKE too (no broker in unit tests).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import faust
 import pytest
 from faust.transport.producer import ProducerBuffer
-from faust.types.tuples import FutureMessage, PendingMessage
+from faust.types.tuples import TP, FutureMessage, PendingMessage
 from prometheus_client import REGISTRY
 
 from streams.agents import commit
@@ -95,3 +96,31 @@ def test_a_failed_send_stops_the_commit() -> None:
 
     with pytest.raises(ConnectionError, match="refused the checkpoint"):
         asyncio.run(flush_after_a_failure())
+
+
+class FakeConsumer:
+    """A stand-in for Faust's consumer: what the broker says was committed, and the seeks made on it."""
+
+    def __init__(self, committed: dict[TP, int | None]) -> None:
+        self.committed, self.seeks = committed, {}
+
+    async def seek_to_committed(self) -> dict[TP, int | None]:
+        self.seeks.update({tp: offset for tp, offset in self.committed.items() if offset and offset > 0})
+        return self.committed
+
+    async def earliest_offsets(self, *partitions: TP) -> dict[TP, int]:
+        return {tp: 0 for tp in partitions}
+
+    async def seek_wait(self, offsets: dict[TP, int]) -> None:
+        self.seeks.update(offsets)
+
+
+def test_partitions_with_nothing_committed_start_from_their_first_record_at_each_assignment() -> None:
+    never, zero, done = TP("ranking-feed", 0), TP("task-events", 1), TP("task-events", 2)
+    changelog = TP("laggard-rank-checkpoints-changelog", 0)
+    consumer: Any = FakeConsumer({never: None, zero: 0, done: 812, changelog: None})
+    consumer.seeks[never] = 1114  # where the consumer had fetched to before the rebalance
+    commit.replay_uncommitted(consumer, lambda topic: not topic.endswith("-changelog"))
+    committed = asyncio.run(consumer.seek_to_committed())
+    assert committed[done] == 812, "what Faust asked for is returned unchanged"
+    assert consumer.seeks == {never: 0, zero: 0, done: 812}, "a changelog (no acks) is left to Faust's recovery"
