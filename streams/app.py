@@ -82,7 +82,7 @@ def make_app(settings: Settings, partitions: int, health: Health | None = None) 
     ``health``, a check every few seconds keeps it current (streams.agents.monitor): what ``/livez`` and
     ``/readyz`` answer."""
     # CommitSafeApp: offsets are committed only once the checkpoints before them are acknowledged, and a partition
-    # with nothing committed starts from its first record at every assignment (streams.agents.commit).
+    # with nothing committed starts again from its first record after a rebalance (streams.agents.commit).
     app = CommitSafeApp(
         settings.app_id,
         broker=[f"kafka://{address}" for address in settings.bootstrap_servers.split(",")],

@@ -19,7 +19,7 @@ the worker stops; its supervisor restarts it from the last commit whose checkpoi
 still unconfirmed when Faust's flush returned is counted in ``laggard_commit_unconfirmed_sends_total``: a send
 the commit would have gone ahead without.
 
-2. A partition with no committed offset resumes from its first record at every assignment. Faust seeks the
+2. A partition with no committed offset resumes from its first record after every rebalance. Faust seeks the
 partitions it is given to their committed offsets, but aiokafka seeks only where an offset above 0 was committed;
 elsewhere the consumer goes on from where it had fetched. An agent forgets a partition's state when the partition
 is revoked (streams.agents.checkpoint), so a worker given back a partition it had read without committing (a
@@ -105,16 +105,20 @@ def confirm_before_commit(producer: Any) -> Any:
 
 
 def replay_uncommitted(consumer: Any, acked: Callable[[str], bool]) -> Any:
-    """Make ``consumer`` (a Faust consumer), whenever Faust seeks to committed offsets, also seek the partitions
-    of topics with ``acked(topic)`` that have no committed offset (none, or 0) to their first record; return it."""
+    """Make ``consumer`` (a Faust consumer), whenever Faust seeks to committed offsets after a rebalance, also seek
+    the partitions of topics with ``acked(topic)`` that have no committed offset (none, or 0) to their first
+    record; return it. The first assignment is left alone: nothing has been fetched yet, and the consumer starts
+    such partitions from their first record anyway (``auto_offset_reset`` earliest)."""
     seek_to_committed = consumer.seek_to_committed
+    assignments = [0]
 
     async def seek() -> Mapping[Any, int | None]:
         committed: Mapping[Any, int | None] = await seek_to_committed()
+        assignments[0] += 1
         fresh = [tp for tp, offset in committed.items() if acked(tp.topic) and not (offset and offset > 0)]
-        if fresh:
+        if fresh and assignments[0] > 1:
             await consumer.seek_wait(dict(await consumer.earliest_offsets(*fresh)))
-            log.info("no committed offset: %s start from their first record", sorted(map(tuple, fresh)))
+            log.info("nothing committed on %s: they start again from their first record", sorted(map(tuple, fresh)))
         return committed
 
     consumer.seek_to_committed = seek

@@ -121,6 +121,9 @@ def test_partitions_with_nothing_committed_start_from_their_first_record_at_each
     consumer: Any = FakeConsumer({never: None, zero: 0, done: 812, changelog: None})
     consumer.seeks[never] = 1114  # where the consumer had fetched to before the rebalance
     commit.replay_uncommitted(consumer, lambda topic: not topic.endswith("-changelog"))
+    asyncio.run(consumer.seek_to_committed())
+    assert consumer.seeks == {never: 1114, done: 812}, "the first assignment is Faust's (nothing fetched yet)"
+    consumer.seeks[never] = 1114  # read on, nothing committed, then a rebalance
     committed = asyncio.run(consumer.seek_to_committed())
     assert committed[done] == 812, "what Faust asked for is returned unchanged"
     assert consumer.seeks == {never: 0, zero: 0, done: 812}, "a changelog (no acks) is left to Faust's recovery"
