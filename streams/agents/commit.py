@@ -14,8 +14,8 @@ checkpoint, and the events in between are lost to its state.
 ``CommitSafeApp`` closes that gap: its producer keeps the future of every buffered send until the broker
 acknowledges it, and its flush (the one Faust calls right before committing) waits, after Faust's own flush, for
 every send buffered before the flush began (those may hold checkpoints the commit relies on; later ones cannot:
-the commit's offsets were chosen before). A send that failed raises instead, so the commit does not happen and
-the worker stops; its supervisor restarts it from the last commit whose checkpoints are all durable. Each send
+the commit's offsets were chosen before). A send that failed raises out of Faust's commit instead, so nothing is
+committed after it (mode then crashes the consumer service; a failed send is not exercised in the tests). Each send
 still unconfirmed when Faust's flush returned is counted in ``laggard_commit_unconfirmed_sends_total``: a send
 the commit would have gone ahead without.
 
