@@ -25,6 +25,7 @@ from faust.types import TopicT
 from faust.types.auth import CredentialsT
 
 from streams import kafka_clients
+from streams.agents.commit import CommitSafeApp
 from streams.config import ranking_config
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
@@ -75,7 +76,9 @@ def make_app(settings: Settings, partitions: int, health: Health | None = None) 
     """The Faust application of laggard; ``partitions`` is the partition count of ``task-events``. With
     ``health``, a check every few seconds keeps it current (streams.agents.monitor): what ``/livez`` and
     ``/readyz`` answer."""
-    app = faust.App(
+    # CommitSafeApp: offsets are committed only once the checkpoints before them are acknowledged, and a partition
+    # with nothing committed starts again from its first record after a rebalance (streams.agents.commit).
+    app = CommitSafeApp(
         settings.app_id,
         broker=[f"kafka://{address}" for address in settings.bootstrap_servers.split(",")],
         broker_credentials=broker_credentials(settings),
