@@ -127,6 +127,7 @@ class RunningTaskDetector:
         self._since: dict[str, int] = {}  # tasks of the node started before this are forgotten
         self._streak: dict[str, tuple[int, int]] = {}
         self._effect: dict[str, float] = {}  # suspects not yet recovered -> the effect they were found with
+        self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
 
     def learn(self, sample: NormalizedTask) -> None:
         return None  # the task events (``observe``) carry everything this detector uses
@@ -184,6 +185,7 @@ class RunningTaskDetector:
                     quiet.append(node)
                 self._since[node] = end
                 self._effect.pop(node, None)
+                self._found.pop(node, None)
                 self._streak.pop(node, None)
         for node, since in list(self._since.items()):
             if since < end - self.memory_us:
@@ -234,19 +236,20 @@ class RunningTaskDetector:
         score = max((t.effect - 2 * t.stderr for t in tallies if t.information > 0), default=-math.inf)
         effect = self._effect.get(node)
         if effect is not None:
-            judged = self._recovery_scale(tallies, effect)
+            judged = self._recovery_scale(tallies, effect, end - self._found.get(node, end))
             if judged is not None:
                 scale, t = judged
                 self._since[node] = end - scale.window_us
                 self._streak[node] = (0, end)
                 del self._effect[node]
+                self._found.pop(node, None)
                 return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
                                 f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
                                 f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
         if hits and streak >= self.persistence:
             scale, t = hits[0]
             if effect is None:
-                self._effect[node] = t.effect
+                self._effect[node], self._found[node] = t.effect, end
             z = self.z_list if scale.z is None else scale.z
             return Evidence(node, True, score, _why(scale, t, streak, z), still_slow=True)
         if effect is not None:
@@ -259,11 +262,13 @@ class RunningTaskDetector:
         return Evidence(node, False, score, f"not clearly slow: at most z {best.z:+.1f}, effect {best.effect:+.2f} "
                         f"over {best.tasks} tasks")
 
-    def _recovery_scale(self, tallies: list[Tally], effect: float) -> tuple[Scale, Tally] | None:
-        """The shortest scale whose effect is clearly (``z_release`` standard errors) below ``recovery_ratio``
-        times the effect the node was found with."""
+    def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
+        """The shortest scale, among those holding only tasks started since the node was found (``listed_us``
+        ago: older tasks are what found it), whose effect is clearly (``z_release`` standard errors) below
+        ``recovery_ratio`` times the effect the node was found with."""
         for scale, t in zip(self.scales, tallies, strict=True):
-            if t.tasks >= self.min_tasks and t.effect + self.z_release * t.stderr < self.recovery_ratio * effect:
+            clearly_lower = t.effect + self.z_release * t.stderr < self.recovery_ratio * effect
+            if scale.window_us <= listed_us and t.tasks >= self.min_tasks and clearly_lower:
                 return scale, t
         return None
 
@@ -274,7 +279,7 @@ class RunningTaskDetector:
                 "seq": self._seq,
                 "tasks": self._table.rows(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
-                "effect": self._effect, "first": self._first_us}
+                "effect": self._effect, "found": self._found, "first": self._first_us}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("version") != SNAPSHOT_VERSION:
@@ -289,6 +294,7 @@ class RunningTaskDetector:
         self._since = {k: int(v) for k, v in state["since"].items()}
         self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
         self._effect = {k: float(v) for k, v in state["effect"].items()}
+        self._found = {k: int(v) for k, v in state["found"].items()}
         self._first_us = None if state["first"] is None else int(state["first"])
 
 
