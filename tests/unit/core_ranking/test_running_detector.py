@@ -101,3 +101,18 @@ def test_arrival_order_within_a_period_and_a_snapshot_change_nothing() -> None:
     twin.restore(json.loads(json.dumps(two.snapshot())))
     later = periods(one, events, 50, 90)
     assert later == periods(twin, events, 50, 90) and any(e.suspect for period in later for e in period.values())
+
+
+def test_the_survival_curve_behind_the_scores_is_scipys_kaplan_meier() -> None:
+    from scipy import stats
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(7)
+    times = rng.integers(1, 1000, 30).astype(np.int64)
+    finished = rng.random(30) < 0.6
+    end = 2000
+    starts = np.where(finished, 0, end - times).astype(np.int64)  # running tasks: censored at their elapsed time
+    x, _, _ = task_scores(np.zeros(30, dtype=np.int64), starts, times, finished, end)
+    km = stats.ecdf(stats.CensoredData(uncensored=times[finished], right=times[~finished])).sf
+    before, after = km.evaluate(times[finished] - 0.5), km.evaluate(times[finished])
+    assert np.allclose(x[finished], ndtri(1 - (before + after) / 2))
