@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from streams.config import job_idle_timeout_us, partition_for, ranking_config
+from streams.core.detection.base import observe_task
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -84,6 +85,7 @@ class LocalPipeline:
             self.counts.invalid[reason.split(":")[0]] += 1
             return []
         self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
+        observe_task(self.rank_stage.ranker.detector, event)  # running-task evidence (detectors that watch it)
         stage = self._stages[partition_for(event.job_id, self.partitions)]
         return self._forward(stage.process(event))
 

@@ -9,7 +9,7 @@ cap, dwell, release) are the decision layer's and the same for all. Adding one i
 after which ``laggard run --policy mine`` and ``LAGGARD_POLICY=mine`` accept it.
 
 >>> POLICIES.names()
-('pcores', 'pcores-top-k', 'noop', 'shift', 'mlna')
+('pcores', 'pcores-top-k', 'noop', 'shift', 'running', 'mlna')
 >>> POLICIES.get("pcores-top-k").detector is DETECTORS.get("pcores")
 True
 """
@@ -41,6 +41,9 @@ POLICIES.register("noop", Policy(DETECTORS.get("noop"), highest("score")),
 POLICIES.register("shift", Policy(DETECTORS.get("shift"), highest("score")),
                   "the shift detector (several windows, CUSUM, persistence, recovery); under the cap the highest "
                   "ci_low")
+POLICIES.register("running", Policy(DETECTORS.get("running"), highest("score")),
+                  "the running-task detector (finished and running tasks against their jobs, censored); under the "
+                  "cap the largest effect (its lower bound)")
 POLICIES.register("mlna", Policy(DETECTORS.get("mlna"), highest("score")),
                   "ML-NA: nodes predicted weak for the next period (k-means labels, a classifier); under the cap "
                   "the most probable")

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-from streams.core.events import NormalizedTask
+from streams.core.events import Event, NormalizedTask, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.windows import NodeStats
 
 
@@ -77,6 +77,27 @@ class NodeDetector(Protocol):
     def restore(self, state: dict[str, Any]) -> None:
         """Continue from ``snapshot()``; an unreadable snapshot raises ValueError (cold start)."""
         ...
+
+
+@runtime_checkable
+class TaskObserver(Protocol):
+    """Optional beside ``NodeDetector``: a detector that also watches task events as they happen (starts,
+    checkpoints, finishes), so a fault shows before its slow tasks finish. ``observe`` receives every valid
+    task event; the detector must judge a boundary ``B`` only by events before ``B`` (they may arrive
+    interleaved with later ones)."""
+
+    def observe(self, event: Event) -> None: ...
+
+
+def observe_task(detector: object, event: Event) -> None:
+    """Hand a task event to ``detector`` if it watches task events (``TaskObserver``); the one call a shell
+    (the in-process runner, the rank agent) makes for every valid ``TaskStart``/``TaskCheckpoint``/``TaskFinish``,
+    before the ranking of any boundary after the event's time.
+
+    >>> observe_task(NoopDetector(), TaskStart("j", "t", 0, "n1", 5))  # not a TaskObserver: nothing happens
+    """
+    if isinstance(event, TaskStart | TaskCheckpoint | TaskFinish) and isinstance(detector, TaskObserver):
+        detector.observe(event)
 
 
 class NoopDetector:

@@ -20,3 +20,12 @@ def test_avoiding_the_faulty_nodes_shortens_jobs() -> None:
     scenario = SCENARIOS["cpu-2x"].scaled(nodes=20, hours=2.0)
     (closed,) = run_seed(scenario, 1, ["closed"], {})
     assert closed.oracle_jct_change is not None and closed.oracle_jct_change < 0
+
+
+def test_the_running_policy_lists_2x_nodes_from_the_in_process_runner_and_releases_them_after_recovery() -> None:
+    # The runner hands every task event to the detector (streams.local -> observe_task): no event, no listing.
+    scenario = SCENARIOS["cpu-2x"].scaled(nodes=40, hours=3.5)
+    (run,) = run_seed(scenario, 1, ["open"], {"policy": "running"})
+    assert run.score.precision == 1.0 and run.score.recall == 1.0 and run.score.flaps == 0
+    assert all(d is not None and d <= 60 * 60 for d in run.score.onset_to_listing_s)
+    assert all(d is not None and d <= 30 * 60 for d in run.score.recovery_to_release_s)

@@ -1,0 +1,373 @@
+"""The running-task detector: evidence from every task a node started, finished or still running (issue 21).
+
+Finished-task z-values come late: a node that turned 2x slow shows it only once its slow tasks end, and their
+jobs end. This detector watches the task events themselves (``observe``: starts and finishes, in event time)
+and, at every ranking boundary, scores each task against its own job's siblings with censored normal scores
+(``streams.core.detection.censored``): a task still running long past its job's finished durations is
+evidence at once, a task that has just started is none. Per node and per ``Scale`` (tasks started in the last
+``window_us``), the sums give a standard-normal statistic ``z`` on a healthy node and an *effect*: how many
+job standard deviations its tasks run behind (0 on a healthy node, about +0.5 at 1.3x, +1.4 at 2x for this
+spread of task times).
+
+A node is *clearly slow* over a scale when ``z >= z_list`` (a strict level, per scale if it says so: a 100-node
+cluster is looked at tens of thousands of times a day) and its effect is at least ``min_effect`` (a robust effect
+size: slightly slower healthy hardware is significant over hours but small), with at least ``min_tasks`` tasks.
+It is a suspect after ``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a
+cold start sees young jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
+it has *recovered*: some scale shows an effect clearly (``z_release`` standard errors) below
+``recovery_ratio`` times the one it was found with. A node that started no
+task for ``quiet_us`` and runs none (the scheduler honours the list) is forgotten, its old tasks with it, and
+left to the decision layer's "no recent evidence"; it gets new tasks and is judged afresh.
+
+Events are buffered and applied in event-time order at the boundary, so the evidence at ``B`` is the tasks
+started before ``B`` whatever the arrival order (as long as every event before ``B`` arrived).
+
+>>> from streams.core.events import Status, TaskFinish, TaskStart
+>>> MIN = 60_000_000
+>>> det = RunningTaskDetector((Scale(15 * MIN), Scale(60 * MIN)), z_list=4.0)
+>>> import random
+>>> rng, found_at = random.Random(1), None
+>>> for minute in range(120):  # 20 nodes, one 3-minute-ish task a minute each; n0 turns 3x slow at minute 60
+...     for k in range(20):
+...         node, job = f"n{k}", f"j{minute // 3}"
+...         slow = 3.0 if node == "n0" and minute >= 60 else 1.0
+...         start = minute * MIN + k
+...         det.observe(TaskStart(job, f"{minute}-{k}", 0, node, start))
+...         duration = round(rng.lognormvariate(0, 0.5) * 3 * MIN * slow)
+...         det.observe(TaskFinish(job, f"{minute}-{k}", 0, node, start + duration, duration, Status.SUCCEEDED))
+...     if (minute + 1) % 5 == 0:
+...         evidence = det.detect(WindowView(0, (minute + 1) * MIN, {}))
+...         if found_at is None and evidence["n0"].suspect:
+...             found_at = minute + 1
+>>> found_at, [node for node, e in evidence.items() if e.suspect]
+(75, ['n0'])
+>>> evidence["n0"].reason.split(" for ")[0]
+'clearly slow over 15 min'
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from streams.core.detection.base import Evidence, WindowView
+from streams.core.detection.censored import task_scores
+from streams.core.events import Event, NormalizedTask, Status, TaskFinish, TaskStart
+
+SNAPSHOT_VERSION = 1
+IntArray = npt.NDArray[np.int64]
+MINUTE_US = 60_000_000
+_START, _FINISH, _DROP = 0, 1, 2
+_DROPPED = -2  # a task's duration once it failed or was killed
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """Tasks started in the last ``window_us``; ``z``: the level a node must reach over it (None: the
+    detector's ``z_list``)."""
+
+    window_us: int
+    z: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.window_us / MINUTE_US:g} min"
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """One node over one scale: tasks, of which still running and running past their job's median, the sum of
+    contributions and of their null variances."""
+
+    tasks: int
+    running: int
+    past_median: int
+    total: float
+    information: float
+
+    @property
+    def z(self) -> float:
+        return self.total / math.sqrt(self.information) if self.information > 0 else 0.0
+
+    @property
+    def effect(self) -> float:
+        return self.total / self.information if self.information > 0 else 0.0
+
+    @property
+    def stderr(self) -> float:
+        return 1.0 / math.sqrt(self.information) if self.information > 0 else math.inf
+
+
+class RunningTaskDetector:
+    """Suspect nodes whose started tasks, finished or running, run clearly behind their jobs' siblings;
+    hold them until they recovered (see the module text)."""
+
+    name = "running"
+
+    def __init__(self, scales: Sequence[Scale], z_list: float = 5.0, min_effect: float = 0.3,
+                 min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
+                 min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0) -> None:
+        if not scales:
+            raise ValueError("the running-task detector needs at least one scale")
+        self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
+        self.z_list, self.min_effect, self.min_tasks = z_list, min_effect, min_tasks
+        self.persistence, self.recovery_ratio, self.z_release = persistence, recovery_ratio, z_release
+        self.min_job_tasks, self.quiet_us, self.warmup_us = min_job_tasks, quiet_us, warmup_us
+        self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
+        self.memory_us = self.scales[-1].window_us + quiet_us  # older tasks of recent jobs shape their curves
+        self._buffer: list[tuple[int, int, int, str, str, str, int]] = []  # (ts, kind, seq, job, task, node, dur)
+        self._seq = 0
+        self._table = TaskTable()
+        self._since: dict[str, int] = {}  # tasks of the node started before this are forgotten
+        self._streak: dict[str, tuple[int, int]] = {}
+        self._effect: dict[str, float] = {}  # suspects not yet recovered -> the effect they were found with
+        self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
+
+    def learn(self, sample: NormalizedTask) -> None:
+        return None  # the task events (``observe``) carry everything this detector uses
+
+    def observe(self, event: Event) -> None:
+        """A task event (start or finish; checkpoints and job events are ignored), any order within a period."""
+        if isinstance(event, TaskStart):
+            kind, duration = _START, -1
+        elif isinstance(event, TaskFinish):
+            kind = _FINISH if event.status is Status.SUCCEEDED else _DROP
+            duration = event.duration_us
+        else:
+            return
+        self._seq += 1
+        self._first_us = event.ts_us if self._first_us is None else min(self._first_us, event.ts_us)
+        heapq.heappush(self._buffer, (event.ts_us, kind, self._seq, event.job_id, event.task_id, event.node_id,
+                                      duration))
+
+    def detect(self, window: WindowView) -> Mapping[str, Evidence]:
+        end = window.end_us
+        self._apply_before(end)
+        quiet: list[str] = []
+        tallies = self._tally(end, quiet)
+        evidence = {}
+        for node in sorted(tallies):
+            evidence[node] = self._judge(node, tallies[node], end)
+        for node in quiet:
+            if node not in evidence:
+                evidence[node] = Evidence(node, False, -math.inf, f"no recent evidence: no task started on it for "
+                                          f"{self.quiet_us / MINUTE_US:g} min, none running; its old tasks forgotten")
+        return evidence
+
+    # --- state ------------------------------------------------------------------------------------------------
+
+    def _apply_before(self, end: int) -> None:
+        while self._buffer and self._buffer[0][0] < end:
+            ts, kind, _, job, task, node, duration = heapq.heappop(self._buffer)
+            if kind == _START:
+                self._table.put(job, task, node, ts, -1)
+            elif kind == _FINISH:
+                self._table.put(job, task, node, ts - duration, duration)
+            else:
+                self._table.drop(job, task)  # failed or killed: not a measure of the node's speed
+
+    def _forget(self, end: int, nodes: IntArray, starts: IntArray, durations: IntArray, quiet: list[str]) -> None:
+        """Nodes that started no task for ``quiet_us`` and run none are forgotten with their old tasks."""
+        names = self._table.node_names
+        last = np.full(len(names), -(1 << 62), dtype=np.int64)
+        np.maximum.at(last, nodes, starts)
+        running = np.bincount(nodes[durations == -1], minlength=len(names))
+        for node in set(self._effect) | set(self._streak):
+            code = self._table.node_code.get(node)
+            if code is None or (running[code] == 0 and last[code] < end - self.quiet_us):
+                if node in self._effect:
+                    quiet.append(node)
+                self._since[node] = end
+                self._effect.pop(node, None)
+                self._found.pop(node, None)
+                self._streak.pop(node, None)
+        for node, since in list(self._since.items()):
+            if since < end - self.memory_us:
+                del self._since[node]
+
+    def _tally(self, end: int, quiet: list[str]) -> dict[str, list[Tally]]:
+        self._table.compact(end - self.memory_us, end - 4 * self.memory_us)
+        jobs, nodes, starts, durations = self._table.arrays()
+        self._forget(end, nodes, starts, durations, quiet)
+        keep = (starts < end) & (durations != _DROPPED)
+        jobs, nodes, starts, durations = jobs[keep], nodes[keep], starts[keep], durations[keep]
+        if not len(jobs):
+            return {}
+        finished = durations >= 0
+        x, v, past = task_scores(jobs, starts, np.where(finished, durations, end - starts), finished, end)
+        names = self._table.node_names
+        since = np.array([self._since.get(node, -1) for node in names], dtype=np.int64)
+        usable = (np.bincount(jobs)[jobs] >= self.min_job_tasks) & (starts >= since[nodes])
+        m = len(names)
+        columns = []
+        for scale in self.scales:
+            mask = usable & (starts >= end - scale.window_us)
+            columns.append((np.bincount(nodes[mask], minlength=m), np.bincount(nodes[mask & ~finished], minlength=m),
+                            np.bincount(nodes[mask & past], minlength=m),
+                            np.bincount(nodes[mask], weights=x[mask], minlength=m),
+                            np.bincount(nodes[mask], weights=v[mask], minlength=m)))
+        seen = np.bincount(nodes[usable & (starts >= end - self.scales[-1].window_us)], minlength=m)
+        out: dict[str, list[Tally]] = {}
+        for i, node in enumerate(names):
+            if seen[i] or node in self._effect:
+                out[node] = [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]))
+                             for c in columns]
+        return out
+
+    # --- judgement --------------------------------------------------------------------------------------------
+
+    def _clearly_slow(self, scale: Scale, tally: Tally) -> bool:
+        z = self.z_list if scale.z is None else scale.z
+        return tally.tasks >= self.min_tasks and tally.z >= z and tally.effect >= self.min_effect
+
+    def _judge(self, node: str, tallies: list[Tally], end: int) -> Evidence:
+        warm = self._first_us is not None and end >= self._first_us + self.warmup_us
+        hits = [(scale, t) for scale, t in zip(self.scales, tallies, strict=True)
+                if warm and self._clearly_slow(scale, t)]
+        count, counted_at = self._streak.get(node, (0, -1))
+        streak = count if counted_at == end else count + 1 if hits else 0
+        self._streak[node] = (streak, end)
+        score = max((t.effect - 2 * t.stderr for t in tallies if t.information > 0), default=-math.inf)
+        effect = self._effect.get(node)
+        if effect is not None:
+            judged = self._recovery_scale(tallies, effect, end - self._found.get(node, end))
+            if judged is not None:
+                scale, t = judged
+                self._since[node] = end - scale.window_us
+                self._streak[node] = (0, end)
+                del self._effect[node]
+                self._found.pop(node, None)
+                return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
+                                f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
+                                f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
+        if hits and streak >= self.persistence:
+            scale, t = hits[0]
+            if effect is None:
+                self._effect[node], self._found[node] = t.effect, end
+            z = self.z_list if scale.z is None else scale.z
+            return Evidence(node, True, score, _why(scale, t, streak, z), still_slow=True)
+        if effect is not None:
+            return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
+                            f"clearly below {self.recovery_ratio * effect:+.2f} yet", still_slow=True)
+        if hits:
+            return Evidence(node, False, score, f"clearly slow over {hits[0][0].label} for {streak} of "
+                            f"{self.persistence} periods needed")
+        best = max(tallies, key=lambda t: t.z)
+        return Evidence(node, False, score, f"not clearly slow: at most z {best.z:+.1f}, effect {best.effect:+.2f} "
+                        f"over {best.tasks} tasks")
+
+    def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
+        """The shortest scale, among those holding only tasks started since the node was found (``listed_us``
+        ago: older tasks are what found it), whose effect is clearly (``z_release`` standard errors) below
+        ``recovery_ratio`` times the effect the node was found with."""
+        for scale, t in zip(self.scales, tallies, strict=True):
+            clearly_lower = t.effect + self.z_release * t.stderr < self.recovery_ratio * effect
+            if scale.window_us <= listed_us and t.tasks >= self.min_tasks and clearly_lower:
+                return scale, t
+        return None
+
+    # --- life cycle -------------------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"version": SNAPSHOT_VERSION, "buffer": [list(item) for item in sorted(self._buffer)],
+                "seq": self._seq,
+                "tasks": self._table.rows(),
+                "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
+                "effect": self._effect, "found": self._found, "first": self._first_us}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("version") != SNAPSHOT_VERSION:
+            raise ValueError(f"unknown running-task detector snapshot version {state.get('version')!r}")
+        self._buffer = [(int(a), int(b), int(c), str(d), str(e), str(f), int(g)) for a, b, c, d, e, f, g
+                        in state["buffer"]]
+        heapq.heapify(self._buffer)
+        self._seq = int(state["seq"])
+        self._table = TaskTable()
+        for job, task, node, start, duration in state["tasks"]:
+            self._table.put(str(job), str(task), str(node), int(start), int(duration))
+        self._since = {k: int(v) for k, v in state["since"].items()}
+        self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
+        self._effect = {k: float(v) for k, v in state["effect"].items()}
+        self._found = {k: int(v) for k, v in state["found"].items()}
+        self._first_us = None if state["first"] is None else int(state["first"])
+
+
+def _tasks(t: Tally) -> str:
+    return f"its {t.tasks} tasks ({t.running} still running)"
+
+
+def _why(scale: Scale, t: Tally, streak: int, z_list: float) -> str:
+    period = "period" if streak == 1 else "periods"
+    return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
+            f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
+            f"(censored normal scores, z {t.z:.1f} >= {z_list:g})")
+
+
+class TaskTable:
+    """Every task seen, as columns (job, node, start, duration; -1 while running, -2 dropped) that become numpy
+    arrays in one step each period; rows are in arrival order, so a restored table sums alike."""
+
+    def __init__(self) -> None:
+        self._clear()
+
+    def _clear(self) -> None:
+        self._index: dict[tuple[str, str], int] = {}
+        self._keys: list[tuple[str, str]] = []
+        self._jobs: list[int] = []
+        self._nodes: list[int] = []
+        self._starts: list[int] = []
+        self._durations: list[int] = []
+        self._job_code: dict[str, int] = {}
+        self.node_code: dict[str, int] = {}
+        self.node_names: list[str] = []
+
+    def put(self, job: str, task: str, node: str, start: int, duration: int) -> None:
+        code = self.node_code.get(node)
+        if code is None:
+            code = self.node_code[node] = len(self.node_names)
+            self.node_names.append(node)
+        row = self._index.get((job, task))
+        if row is None:
+            self._index[(job, task)] = len(self._keys)
+            self._keys.append((job, task))
+            self._jobs.append(self._job_code.setdefault(job, len(self._job_code)))
+            self._nodes.append(code)
+            self._starts.append(start)
+            self._durations.append(duration)
+        else:
+            self._nodes[row], self._starts[row], self._durations[row] = code, start, duration
+
+    def drop(self, job: str, task: str) -> None:
+        row = self._index.get((job, task))
+        if row is not None:
+            self._durations[row] = _DROPPED
+
+    def arrays(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        return (np.array(self._jobs, dtype=np.int64), np.array(self._nodes, dtype=np.int64),
+                np.array(self._starts, dtype=np.int64), np.array(self._durations, dtype=np.int64))
+
+    def compact(self, horizon: int, running_horizon: int) -> None:
+        """Forget finished tasks started before ``horizon`` and running ones started before ``running_horizon``
+        (done when a quarter of the rows can go, so it costs little)."""
+        starts, durations = np.array(self._starts, dtype=np.int64), np.array(self._durations, dtype=np.int64)
+        keep = (starts >= horizon) | ((durations == -1) & (starts >= running_horizon))
+        keep &= durations != _DROPPED
+        if keep.sum() > 0.75 * len(keep):
+            return
+        rows = self.rows_where(keep)
+        self._clear()
+        for job, task, node, start, duration in rows:
+            self.put(job, task, node, start, duration)
+
+    def rows_where(self, keep: npt.NDArray[np.bool_]) -> list[list[Any]]:
+        return [[job, task, self.node_names[self._nodes[i]], self._starts[i], self._durations[i]]
+                for i, (job, task) in enumerate(self._keys) if keep[i]]
+
+    def rows(self) -> list[list[Any]]:
+        return self.rows_where(np.ones(len(self._keys), dtype=bool))

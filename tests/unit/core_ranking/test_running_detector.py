@@ -1,0 +1,118 @@
+"""The running-task detector: sees a fault in tasks still running, suspects no healthy node, lets a recovered node
+go and keeps a slow one, and gives the same evidence whatever the arrival order or a snapshot in between."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+
+from streams.core.detection.base import WindowView, observe_task
+from streams.core.detection.censored import task_scores
+from streams.core.detection.running import RunningTaskDetector, Scale
+from streams.core.events import Event, Status, TaskFinish, TaskStart
+
+MIN = 60_000_000
+
+
+def detector() -> RunningTaskDetector:
+    return RunningTaskDetector((Scale(15 * MIN), Scale(60 * MIN), Scale(180 * MIN)), z_list=4.5, min_effect=0.3)
+
+
+def cluster(minutes: range, slow: dict[str, float], rng: random.Random, nodes: int = 20,
+            hang: frozenset[str] = frozenset()) -> list[Event]:
+    """One task a minute per node, jobs of 20 tasks (one per node), log-normal work; ``hang``: never finish."""
+    events: list[Event] = []
+    for minute in minutes:
+        size = rng.lognormvariate(0, 0.5) * 3 * MIN
+        for i in range(nodes):
+            node, start = f"n{i:02d}", minute * MIN + i
+            events.append(TaskStart(f"j{minute}", str(i), 0, node, start))
+            if node in hang:
+                continue
+            duration = round(size * rng.lognormvariate(0, 0.5) * slow.get(node, 1.0))
+            events.append(TaskFinish(f"j{minute}", str(i), 0, node, start + duration, duration, Status.SUCCEEDED))
+    return sorted(events, key=lambda e: e.ts_us)
+
+
+def periods(det: RunningTaskDetector, events: list[Event], first: int, last: int,
+            shuffle: random.Random | None = None) -> list[dict]:
+    out = []
+    for end in range(first, last + 1, 5):
+        batch = [e for e in events if (end - 5) * MIN <= e.ts_us < end * MIN]
+        if shuffle is not None:
+            shuffle.shuffle(batch)
+        for event in batch:
+            observe_task(det, event)
+        out.append(dict(det.detect(WindowView(end * MIN - 60 * MIN, end * MIN, {}))))
+    return out
+
+
+def test_scores_of_a_healthy_cluster_are_standard_normal_per_node() -> None:
+    rng = np.random.default_rng(1)
+    jobs = np.repeat(np.arange(3000), 20)
+    starts = rng.integers(0, 600 * MIN, len(jobs))
+    durations = (rng.lognormal(0, 0.5, len(jobs)) * rng.lognormal(0, 1, 3000)[jobs] * 2 * MIN).astype(np.int64)
+    end = 620 * MIN
+    finished = starts + durations < end
+    x, v, _ = task_scores(jobs, starts, np.where(finished, durations, end - starts), finished, end)
+    nodes = rng.integers(0, 300, len(jobs))
+    z = np.bincount(nodes, x) / np.sqrt(np.bincount(nodes, v))
+    assert abs(z.mean()) < 0.15 and 0.85 < z.std() < 1.1 and np.abs(z).max() < 4.5
+
+
+def test_a_node_whose_tasks_hang_is_found_before_any_of_them_finishes() -> None:
+    det, rng = detector(), random.Random(1)
+    events = cluster(range(0, 60), {}, rng) + cluster(range(60, 90), {}, rng, hang=frozenset({"n04"}))
+    found = periods(det, sorted(events, key=lambda e: e.ts_us), 5, 90)
+    first = next(k for k, period in enumerate(found) if "n04" in period and period["n04"].suspect)
+    assert (first + 1) * 5 <= 80  # within 20 minutes of the hang, on running tasks alone
+    assert "still running" in found[first]["n04"].reason
+
+
+def test_a_node_that_turns_2x_slow_is_found_within_40_minutes_and_no_healthy_node_is() -> None:
+    det, rng = detector(), random.Random(2)
+    events = cluster(range(0, 240), {}, rng) + cluster(range(240, 300), {"n07": 2.0}, rng)
+    found = periods(det, sorted(events, key=lambda e: e.ts_us), 5, 300)
+    assert not any(e.suspect or e.still_slow for period in found for n, e in period.items() if n != "n07")
+    first = next(k for k, period in enumerate(found) if period["n07"].suspect)
+    assert 240 < (first + 1) * 5 <= 280
+
+
+def test_a_recovered_node_is_let_go_and_a_still_slow_one_is_kept() -> None:
+    det, rng = detector(), random.Random(3)
+    events = (cluster(range(0, 60), {}, rng) + cluster(range(60, 150), {"n01": 2.0, "n02": 1.6}, rng)
+              + cluster(range(150, 210), {"n02": 1.6}, rng))
+    found = periods(det, sorted(events, key=lambda e: e.ts_us), 5, 210)
+    after = found[150 // 5 - 1:]
+    assert after[0]["n01"].still_slow and after[0]["n02"].still_slow
+    released = next(k for k, period in enumerate(after) if not period["n01"].still_slow)
+    assert released * 5 <= 25 and "recovered" in after[released]["n01"].reason
+    assert all(period["n02"].still_slow for period in after)
+
+
+def test_arrival_order_within_a_period_and_a_snapshot_change_nothing() -> None:
+    rng = random.Random(4)
+    events = sorted(cluster(range(0, 90), {"n05": 1.8}, rng), key=lambda e: e.ts_us)
+    one, two = detector(), detector()
+    assert periods(one, events, 5, 45) == periods(two, events, 5, 45, shuffle=random.Random(5))
+    twin = detector()
+    twin.restore(json.loads(json.dumps(two.snapshot())))
+    later = periods(one, events, 50, 90)
+    assert later == periods(twin, events, 50, 90) and any(e.suspect for period in later for e in period.values())
+
+
+def test_the_survival_curve_behind_the_scores_is_scipys_kaplan_meier() -> None:
+    from scipy import stats
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(7)
+    times = rng.integers(1, 1000, 30).astype(np.int64)
+    finished = rng.random(30) < 0.6
+    end = 2000
+    starts = np.where(finished, 0, end - times).astype(np.int64)  # running tasks: censored at their elapsed time
+    x, _, _ = task_scores(np.zeros(30, dtype=np.int64), starts, times, finished, end)
+    km = stats.ecdf(stats.CensoredData(uncensored=times[finished], right=times[~finished])).sf
+    before, after = km.evaluate(times[finished] - 0.5), km.evaluate(times[finished])
+    assert np.allclose(x[finished], ndtri(1 - (before + after) / 2))
