@@ -133,7 +133,10 @@ def _print_eval(document: dict[str, Any]) -> None:
     console = stdout_console()
     label = "z" if document.get("target", "z") == "z" else "x job median"
     limits = thresholds_text(document["threshold"])
-    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits})")
+    budget = document.get("refusal_budget")
+    window = budget and (f"{budget['window']} placements" if budget["window"] else f"{budget['window_us'] / 1e6:g} s")
+    running = f"; refused only while at most {budget['share']:.1%} of the last {window}" if budget else ""
+    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits}{running})")
     for column in ("run", "refused", "stragglers avoided", "null avoided", "JCT cut", "null JCT cut", "avoided (z>=1)"):
         table.add_column(column, justify="right")
     for r in document["runs"]:
