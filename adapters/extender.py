@@ -111,7 +111,7 @@ class Extender:
 
     With the adviser's refusal budget, each filter call is one placement decision (``Adviser.settle``, at the
     event time of the nodes' status): while the budget is spent, a node the trees would avoid passes (counted
-    under the verdict ``spent``); prioritize never spends it and still ranks.
+    under the verdict ``spent``, its reason logged); prioritize never spends it and still ranks.
     ``lock`` guards the budget against a concurrent state save (``LiveStatus.lock``)."""
 
     def __init__(self, adviser: Adviser, status_of: StatusOf, listed: Callable[[], Collection[str]],
@@ -128,6 +128,8 @@ class Extender:
                 advice = self.adviser.settle(advice, max(status.ts_us for status in statuses))
         REQUESTS.labels(verb).inc()
         for a in advice:
+            if a.budget_spent:  # a passing node has no place for a reason in ExtenderFilterResult: the log has it
+                log.info("%s passes for %s: %s", a.node_id, task_type or "any type", a.reason)
             NODES.labels(verb, "listed" if a.listed else "spent" if a.budget_spent else _VERDICT_LABEL[a.verdict]).inc()
         return advice
 
