@@ -4,8 +4,9 @@ kube-scheduler POSTs an ``ExtenderArgs`` JSON body (``Pod``, and either ``Nodes`
 ``NodeNames`` when the extender is ``nodeCacheCapable``) to ``<urlPrefix>/<verb>``:
 
 * ``filter`` answers an ``ExtenderFilterResult``: the nodes the adviser allows (as a NodeList, or as
-  ``NodeNames`` when names were sent), ``FailedNodes`` (node -> the reason: the tree path in words, or the
-  blacklist), ``FailedAndUnresolvableNodes`` (empty: a node avoided for load may suit the pod later, so
+  ``NodeNames`` when names were sent; with a refusal budget, a call is one placement, and while the budget
+  is spent the nodes the trees would avoid pass), ``FailedNodes`` (node -> the reason: the tree path in
+  words, or the blacklist), ``FailedAndUnresolvableNodes`` (empty: a node avoided for load may suit the pod later, so
   preemption may still try it) and ``Error`` ("" when all went well).
 * ``prioritize`` answers a ``HostPriorityList``: ``[{"Host": node, "Score": 0..10}]``.
 
@@ -23,12 +24,14 @@ of ``node-samples`` for the nodes' z-values, into the core's ``NodeStatusTracker
 
 Prometheus metrics (prometheus_client's default registry, served by ``streams.health.serve`` on the metrics
 port as the other adapters do): ``laggard_extender_requests{verb}``, ``laggard_extender_nodes{verb,verdict}``
-(nodes allowed, avoided by the trees, or filtered as listed), ``laggard_extender_errors{kind}`` (``bad-request``:
+(nodes allowed, avoided by the trees, let through because the refusal budget was spent, or filtered as
+listed: ``allowed|avoided|spent|listed``), ``laggard_extender_errors{kind}`` (``bad-request``:
 a 400; ``internal``: a 500), and ``laggard_events_in{topic,reader="adapter-extender"}`` for the feed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -42,6 +45,7 @@ from prometheus_client import Counter
 
 from adapters.base import write_atomically
 from streams.core.avoidance.adviser import Advice, Adviser
+from streams.core.avoidance.budget import RefusalBudget
 from streams.core.avoidance.features import task_type_of
 from streams.core.avoidance.status import NodeStatus, NodeStatusTracker
 from streams.core.events import NormalizedTask, TaskFinish, TaskStart
@@ -103,17 +107,30 @@ def _node_name(item: Any) -> str:
 
 
 class Extender:
-    """filter and prioritize over an adviser; ``app()`` is the aiohttp application."""
+    """filter and prioritize over an adviser; ``app()`` is the aiohttp application.
 
-    def __init__(self, adviser: Adviser, status_of: StatusOf, listed: Callable[[], Collection[str]]) -> None:
+    With the adviser's refusal budget, each filter call is one placement decision (``Adviser.settle``, at the
+    event time of the nodes' status): while the budget is spent, a node the trees would avoid passes (counted
+    under the verdict ``spent``, its reason logged); prioritize never spends it and still ranks.
+    ``lock`` guards the budget against a concurrent state save (``LiveStatus.lock``)."""
+
+    def __init__(self, adviser: Adviser, status_of: StatusOf, listed: Callable[[], Collection[str]],
+                 lock: Any = None) -> None:  # fmt: skip
         self.adviser, self.status_of, self.listed = adviser, status_of, listed
+        self.lock = lock if lock is not None else contextlib.nullcontext()
 
     def _advice(self, verb: str, task_type: str, names: list[str]) -> list[Advice]:
         self.adviser.listed = frozenset(self.listed())
-        advice = [self.adviser.advise(name, task_type, self.status_of(name, task_type)) for name in names]
+        statuses = [self.status_of(name, task_type) for name in names]
+        advice = [self.adviser.advise(name, task_type, status) for name, status in zip(names, statuses, strict=True)]
+        if verb == "filter" and statuses:
+            with self.lock:
+                advice = self.adviser.settle(advice, max(status.ts_us for status in statuses))
         REQUESTS.labels(verb).inc()
         for a in advice:
-            NODES.labels(verb, "listed" if a.listed else _VERDICT_LABEL[a.verdict]).inc()
+            if a.budget_spent:  # a passing node has no place for a reason in ExtenderFilterResult: the log has it
+                log.info("%s passes for %s: %s", a.node_id, task_type or "any type", a.reason)
+            NODES.labels(verb, "listed" if a.listed else "spent" if a.budget_spent else _VERDICT_LABEL[a.verdict]).inc()
         return advice
 
     def filter(self, body: bytes) -> dict[str, Any]:
@@ -198,8 +215,10 @@ class LiveStatus:
     Records of ``task-events`` come per partition (by job), so across partitions they are only roughly in
     event time; the tracker tolerates that (a peak may be a few seconds early or late)."""
 
-    def __init__(self, tracker: NodeStatusTracker, now_us: int = 0, offsets: dict[str, int] | None = None) -> None:
+    def __init__(self, tracker: NodeStatusTracker, now_us: int = 0, offsets: dict[str, int] | None = None,
+                 budget: RefusalBudget | None = None) -> None:  # fmt: skip
         self.tracker, self.now_us, self.offsets = tracker, now_us, dict(offsets or {})
+        self.budget = budget  # the adviser's refusal budget, saved and restored with the tracker
         self.lock = threading.Lock()
         self.changed = False
 
@@ -223,7 +242,8 @@ class LiveStatus:
         """Replace the state file atomically with the tracker, the event time and the offsets."""
         with self.lock:
             document = {"format": STATE_FORMAT, "now_us": self.now_us, "offsets": dict(sorted(self.offsets.items())),
-                        "tracker": self.tracker.snapshot()}  # fmt: skip
+                        "tracker": self.tracker.snapshot(),
+                        "budget": None if self.budget is None else self.budget.snapshot()}  # fmt: skip
             self.changed = False
         write_atomically(path, orjson.dumps(document).decode() + "\n")
 
@@ -238,7 +258,9 @@ class LiveStatus:
                 raise ValueError(f"format {document.get('format') if isinstance(document, dict) else None!r}, "
                                  f"expected {STATE_FORMAT!r}")  # fmt: skip
             offsets = {str(key): int(value) for key, value in document["offsets"].items()}
-            return cls(NodeStatusTracker.restore(document["tracker"]), int(document["now_us"]), offsets)
+            saved = document.get("budget")
+            budget = None if saved is None else RefusalBudget.restore(saved)
+            return cls(NodeStatusTracker.restore(document["tracker"]), int(document["now_us"]), offsets, budget)
         except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
             log.warning("ignoring state file %s (%s): node status starts empty", path, exc)
             return None

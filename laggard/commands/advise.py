@@ -27,6 +27,7 @@ from laggard.commands.options import bootstrap_option, formats_epilog, settings_
 from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.adviser import Adviser
+from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, RefusalBudget, parse_window
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.thresholds import TARGETS
 
@@ -40,6 +41,34 @@ def _seeds(text: str) -> list[int]:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise UserError(f"seeds must be LO-HI or a comma list of integers, not {text!r}") from None
+
+
+def budget_options(command: Any) -> Any:
+    """``--budget-share`` and ``--budget-window``: the running refusal budget's settings."""
+    command = click.option("--budget-window", default=str(DEFAULT_WINDOW), show_default=True,
+                           help="the refusal budget's window: a count of placements (1000) or event time "
+                                "(2h, 30m, 90s); off: no budget (query, serve)")(command)  # fmt: skip
+    return click.option("--budget-share", type=click.FloatRange(0, 1), default=DEFAULT_SHARE, show_default=True,
+                        help="refuse only while at most this share of the window's placements was refused")(command)
+
+
+def _window(text: str, allow_off: bool = True) -> str:
+    if allow_off and text.strip().lower() == "off":
+        return "off"
+    try:
+        parse_window(text)
+    except ValueError:
+        raise UserError(f"--budget-window must be a positive count or a duration like 2h, 30m, 90s"
+                        f"{' or off' if allow_off else ''}, not {text!r}") from None
+    return text
+
+
+def make_budget(share: float, window: str) -> RefusalBudget | None:
+    """The running refusal budget of query/serve (None with ``--budget-window off``)."""
+    if _window(window) == "off":
+        return None
+    count, window_us = parse_window(window)
+    return RefusalBudget(share, count, window_us)
 
 
 def _emit(document: dict[str, Any], as_json: bool) -> bool:
@@ -68,11 +97,15 @@ def advise() -> None:
               help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
                    "--tune-seeds")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
+@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+              help="a running refusal budget (--budget-share of the last --budget-window placements) with lower "
+                   "thresholds; auto: used when its worst tuning seed avoids more (traces: auto is off)")
+@budget_options
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
-          min_leaf: int, repeats: int, targets: str, one_threshold: bool, as_json: bool,
-          plot: str | None) -> None:  # fmt: skip
+          min_leaf: int, repeats: int, targets: str, one_threshold: bool, refusal_budget: str, budget_share: float,
+          budget_window: str, as_json: bool, plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")
     hours = learn_hours if learn_hours is not None else (1.0 if synthetic else 7.0)
@@ -80,7 +113,8 @@ def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, bud
     if not chosen or any(t not in TARGETS for t in chosen):
         raise UserError(f"--targets must name some of {', '.join(TARGETS)}, not {targets!r}")
     knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats,
-                  targets=chosen, per_type=not one_threshold)  # fmt: skip
+                  targets=chosen, per_type=not one_threshold, refusal_budget=refusal_budget,
+                  budget_share=budget_share, budget_window=_window(budget_window, allow_off=False))  # fmt: skip
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")
     if synthetic:
@@ -99,7 +133,10 @@ def _print_eval(document: dict[str, Any]) -> None:
     console = stdout_console()
     label = "z" if document.get("target", "z") == "z" else "x job median"
     limits = thresholds_text(document["threshold"])
-    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits})")
+    budget = document.get("refusal_budget")
+    window = budget and (f"{budget['window']} placements" if budget["window"] else f"{budget['window_us'] / 1e6:g} s")
+    running = f"; refused only while at most {budget['share']:.1%} of the last {window}" if budget else ""
+    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits}{running})")
     for column in ("run", "refused", "stragglers avoided", "null avoided", "JCT cut", "null JCT cut", "avoided (z>=1)"):
         table.add_column(column, justify="right")
     for r in document["runs"]:
@@ -183,17 +220,32 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str) -> tuple
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path), help="a file adapter's blacklist")
+@budget_options
+@click.option("--budget-state", type=click.Path(dir_okay=False, path_type=Path),
+              help="the refusal budget's window, read before (when it exists; its share and window win) and "
+                   "written after this query, so a series of queries shares one budget")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | None, memory: float | None,
-          blacklist: Path | None, as_json: bool) -> None:  # fmt: skip
-    """One advice: allow or avoid NODE for a task of TYPE, on the node's status at the trace's end."""
+          blacklist: Path | None, budget_share: float, budget_window: str, budget_state: Path | None,
+          as_json: bool) -> None:  # fmt: skip
+    """One advice (one placement): allow or avoid NODE for a task of TYPE, on the node's status at the trace's
+    end; a refusal the budget cannot pay for is an allowance that says so."""
     from adapters.extender import BlacklistFile
 
+    budget = make_budget(budget_share, budget_window)
+    if budget_state is not None and budget_state.exists():
+        try:
+            budget = RefusalBudget.restore(orjson.loads(budget_state.read_bytes()))
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            raise UserError(f"--budget-state {budget_state}: {exc}") from None
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
-    adviser.listed = BlacklistFile(blacklist)()
-    advice = adviser.advise(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
+    adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
+    advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
+    if budget_state is not None and budget is not None:
+        budget_state.write_text(orjson.dumps(budget.snapshot()).decode() + "\n")
     document = {"node": node, "task_type": task_type, "verdict": advice.verdict, "expected_z": advice.expected_z,
-                "threshold": advice.threshold, "reason": advice.reason}  # fmt: skip
+                "threshold": advice.threshold, "budget_spent": advice.budget_spent,
+                "reason": advice.reason}  # fmt: skip
     if not _emit(document, as_json):
         click.echo(f"{advice.verdict} {node} for {task_type}: {advice.reason}")
 
@@ -214,8 +266,10 @@ def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | Non
               help="with --kafka: node status and offsets saved here and restored at start (survives restarts)")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
+@budget_options
 def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | None, live: bool,
-          bootstrap: str | None, state_file: Path | None, metrics_port: int | None) -> None:  # fmt: skip
+          bootstrap: str | None, state_file: Path | None, metrics_port: int | None, budget_share: float,
+          budget_window: str) -> None:  # fmt: skip
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
     from aiohttp import web
 
@@ -224,12 +278,18 @@ def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | Non
     if state_file is not None and not live:
         raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
+    budget = make_budget(budget_share, budget_window)
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
+    adviser.budget = budget
+    lock = None
     health = _serve_health(settings)
     feed: StatusFeed | None = None
     status_of: StatusOf
     if live:
         status = (LiveStatus.load(state_file) if state_file else None) or LiveStatus(NodeStatusTracker())
+        if status.budget is None or budget is None:  # a saved budget (and its window) wins over the flags
+            status.budget = budget
+        adviser.budget, lock = status.budget, status.lock
         feed = StatusFeed(settings, status, state_file, health=health)
         _start_feed(feed)
         click.echo(f"node status from Kafka at {settings.bootstrap_servers}, event time {status.now_us}", err=True)
@@ -238,14 +298,15 @@ def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | Non
         status_of = _at(tracker, end_us)
         if health is not None:
             health.set(None, None)
-    extender = Extender(adviser, status_of, BlacklistFile(blacklist))
+    extender = Extender(adviser, status_of, BlacklistFile(blacklist), lock)
     app = extender.app()
     if feed is not None:
         async def stop_feed(_: web.Application) -> None:
             feed.stop()
 
         app.on_cleanup.append(stop_feed)
-    click.echo(f"scheduler extender on http://{host}:{port} (filter, prioritize, healthz)", err=True)
+    spent = f"; refusal budget: at most {adviser.budget.words()[len('budget spent: '):]}" if adviser.budget else ""
+    click.echo(f"scheduler extender on http://{host}:{port} (filter, prioritize, healthz){spent}", err=True)
     web.run_app(app, host=host, port=port, print=None)
 
 

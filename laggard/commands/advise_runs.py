@@ -15,6 +15,7 @@ import click
 
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
+from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, RefusalBudget, parse_window
 from streams.core.avoidance.evaluation import (
     AdviceScore,
     Sample,
@@ -29,7 +30,7 @@ from streams.core.avoidance.evaluation import (
     stragglers_by_z,
 )
 from streams.core.avoidance.status import NodeStatusTracker
-from streams.core.avoidance.thresholds import TuningRun, choose_per_type, objective, relabel
+from streams.core.avoidance.thresholds import TuningRun, choose_per_type, choose_with_budget, objective, relabel
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Metrics
 
 US_PER_H = 3_600_000_000
@@ -48,6 +49,13 @@ class Knobs:
     repeats: int = 5
     targets: tuple[str, ...] = ("z",)  # labels the trees may learn; with several, chosen on the tuning seeds
     per_type: bool = True  # a threshold per task type (chosen on the tuning seeds), else one for all
+    refusal_budget: str = "auto"  # on, off, or auto: the better on the tuning seeds (worst seed's avoided share)
+    budget_share: float = DEFAULT_SHARE  # the running budget: share of the window's placements refused at most
+    budget_window: str = str(DEFAULT_WINDOW)  # placements (1000) or event time (2h, 30m)
+
+    def make_budget(self) -> RefusalBudget:
+        window, window_us = parse_window(self.budget_window)
+        return RefusalBudget(self.budget_share, window, window_us)
 
 
 def load_samples(spec: str, tracker: NodeStatusTracker | None = None) -> tuple[list[Sample], Any]:
@@ -82,14 +90,19 @@ def _tuning_run(samples: list[Sample], knobs: Knobs, target: str) -> TuningRun:
     stragglers = stragglers_by_median(samples, knobs.ratio)
     keep = [i for i, on in enumerate(scored) if on]
     return TuningRun([predictions[i] for i in keep], [samples[i].task_type for i in keep],
-                     [stragglers[i] for i in keep])
+                     [stragglers[i] for i in keep], [samples[i].start_us for i in keep])
 
 
-def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> tuple[str, float | dict[str, float], list[Any]]:
-    """The label and thresholds the adviser uses, chosen on the tuning clusters alone: for each candidate
-    label, the largest of the clusters' own budget thresholds (so the budget holds on every one), then per
-    type when ``per_type``; the label whose worst tuning cluster avoids most stragglers wins."""
-    best: tuple[Any, str, float | dict[str, float]] | None = None
+Choice = tuple[str, float | dict[str, float], list[Any], bool]  # label, thresholds, tuning table, budget on
+
+
+def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
+    """The label, thresholds and whether a running refusal budget is used, chosen on the tuning clusters
+    alone: for each candidate label, the largest of the clusters' own budget thresholds (so the budget holds
+    on every one), then per type when ``per_type``; with ``refusal_budget`` on or auto, also the lower
+    thresholds that do best behind the running budget (``choose_with_budget``). What avoids most
+    stragglers on the worst tuning cluster wins."""
+    best: tuple[Any, str, float | dict[str, float], bool] | None = None
     table: list[Any] = []
     for target in knobs.targets:
         runs = [_tuning_run(samples, knobs, target) for samples in tuning]
@@ -99,13 +112,22 @@ def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> tuple[str, flo
             limits = choose_per_type(runs, knobs.budget, single)
         kinds = sorted({k for run in runs for k in run.task_types})
         found = objective(runs, limits if isinstance(limits, dict) else dict.fromkeys(kinds, single), knobs.budget)
-        table.append({"target": target, "thresholds": limits, "worst_avoided": found and found[0],
-                      "mean_avoided": found and found[1]})  # fmt: skip
-        if found is not None and (best is None or found > best[0]):
-            best = (found, target, limits)
+        table.append({"target": target, "refusal_budget": False, "thresholds": limits,
+                      "worst_avoided": found and found[0], "mean_avoided": found and found[1]})  # fmt: skip
+        if knobs.refusal_budget != "on" and found is not None and (best is None or found > best[0]):
+            best = (found, target, limits, False)
+        if knobs.refusal_budget != "off":
+            start = limits if isinstance(limits, dict) else dict.fromkeys(kinds, single)
+            with_budget = choose_with_budget(runs, knobs.make_budget, start)
+            if with_budget is not None:
+                lower, score = with_budget
+                table.append({"target": target, "refusal_budget": True, "thresholds": lower,
+                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
+                if best is None or score > best[0]:
+                    best = (score, target, lower, True)
     if best is None:
         raise UserError(f"no threshold keeps the refusal budget {knobs.budget} on every tuning seed")
-    return best[1], best[2], table
+    return best[1], best[2], table, best[3]
 
 
 def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str, Any]:
@@ -120,11 +142,12 @@ def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str,
 
 
 def _assess_both(samples: list[Sample], predictions: list[float | None], threshold: float | dict[str, float],
-                 scored: list[bool],
-                 knobs: Knobs, seed: int) -> tuple[AdviceScore, AdviceScore]:  # fmt: skip
+                 scored: list[bool], knobs: Knobs, seed: int,
+                 budgeted: bool = False) -> tuple[AdviceScore, AdviceScore]:  # fmt: skip
     by_median = assess(samples, predictions, threshold, scored, stragglers_by_median(samples, knobs.ratio),
-                       knobs.repeats, seed)  # fmt: skip
-    by_z = assess(samples, predictions, threshold, scored, stragglers_by_z(samples), repeats=1, seed=seed)
+                       knobs.repeats, seed, knobs.make_budget() if budgeted else None)  # fmt: skip
+    by_z = assess(samples, predictions, threshold, scored, stragglers_by_z(samples), repeats=1, seed=seed,
+                  budget=knobs.make_budget() if budgeted else None)  # fmt: skip
     return by_median, by_z
 
 
@@ -139,9 +162,10 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
     and per day, and a pooled threshold let one of five clusters refuse more than the limit."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        target, threshold, table = choose_on_tuning([load_samples(seeded(spec, seed))[0] for seed in tune_seeds],
-                                                    knobs)  # fmt: skip
-    click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}", err=True)
+        target, threshold, table, budgeted = choose_on_tuning(
+            [load_samples(seeded(spec, seed))[0] for seed in tune_seeds], knobs)
+    running = f", running budget {knobs.make_budget().words()[len('budget spent: '):]}" if budgeted else ""
+    click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}{running}", err=True)
     rows, errors = [], []
     for seed in seeds:
         samples, _ = load_samples(seeded(spec, seed))
@@ -151,15 +175,15 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
             predictions = _predict(samples, knobs)
             advised = predictions if target == "z" else _predict(samples, knobs, target)
             hoeffding = prequential_hoeffding(samples, HoeffdingTrees())
-        by_median, by_z = _assess_both(samples, advised, threshold, scored, knobs, seed)
+        by_median, by_z = _assess_both(samples, advised, threshold, scored, knobs, seed, budgeted)
         rows.append(_score_row(f"seed={seed}", by_median, by_z))
         index = [i for i, on in enumerate(scored) if on]
         for model, found in (("cart", predictions), ("hoeffding", hoeffding)):
             for row in metrics_rows(metrics_by_type(samples, index, [found[i] for i in index]), model):
                 errors.append({"run": f"seed={seed}", **row})
     return {"trace": spec, "seeds": seeds, "tune_seeds": tune_seeds, "target": target, "threshold": threshold,
-            "knobs": asdict(knobs), "tuning": table, "runs": rows, "summary": summary(rows),
-            "tree_errors": errors}  # fmt: skip
+            "refusal_budget": _budget_doc(knobs) if budgeted else None, "knobs": asdict(knobs), "tuning": table,
+            "runs": rows, "summary": summary(rows), "tree_errors": errors}  # fmt: skip
 
 
 def evaluate_trace(spec: str, knobs: Knobs) -> dict[str, Any]:
@@ -179,13 +203,20 @@ def evaluate_trace(spec: str, knobs: Knobs) -> dict[str, Any]:
         click.echo("prequential CART for the adviser ...", err=True)
         predictions = _predict(samples, knobs)
     threshold = choose_threshold([p for p, on in zip(predictions, scored, strict=True) if not on], knobs.budget)
-    by_median, by_z = _assess_both(samples, predictions, threshold, scored, knobs, 0)
+    budgeted = knobs.refusal_budget == "on"  # auto is off here: nothing to choose it on but the learn hours
+    by_median, by_z = _assess_both(samples, predictions, threshold, scored, knobs, 0, budgeted)
     biggest = max(cart.types(), key=lambda kind: sum(1 for s in samples if s.task_type == kind), default="")
     errors = metrics_rows(metrics_by_type(samples, test, cart_pred), "cart")
     errors += metrics_rows(metrics_by_type(samples, test, hoeff_pred), "hoeffding")
-    return {"trace": spec, "threshold": threshold, "knobs": asdict(knobs),
+    return {"trace": spec, "threshold": threshold, "refusal_budget": _budget_doc(knobs) if budgeted else None,
+            "knobs": asdict(knobs),
             "runs": [_score_row("trace", by_median, by_z)], "tree_errors": errors,
             "tree": {"task_type": biggest, "text": cart.text(biggest)}}  # fmt: skip
+
+
+def _budget_doc(knobs: Knobs) -> dict[str, Any]:
+    budget = knobs.make_budget()
+    return {"share": budget.share, "window": budget.window, "window_us": budget.window_us}
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

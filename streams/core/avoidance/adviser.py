@@ -20,14 +20,26 @@ where the task is expected to run well below its job's mean, 0 at or beyond the 
 'running tasks 3 <= 10.5: expected z +0.00 <= +1.00'
 >>> Adviser(trees, 1.0, listed={"n7"}).advise("n7", "map", NodeStatus("n7", 0, running=3)).reason
 'n7 is on the blacklist'
+
+With a refusal budget (``streams.core.avoidance.budget``), ``place`` is one placement decision: a refusal
+the budget cannot pay for is an allowance that says so (``settle`` does it for a scheduler's candidate nodes).
+
+>>> from streams.core.avoidance.budget import RefusalBudget
+>>> budgeted = Adviser(trees, 1.0, budget=RefusalBudget(share=0.5, window=10))
+>>> [budgeted.place("n7", "map", NodeStatus("n7", ts, running=14)).verdict for ts in range(4)]
+['avoid', 'allow', 'allow', 'avoid']
+>>> budgeted.place("n7", "map", NodeStatus("n7", 4, running=14)).reason
+'running tasks 14 > 10.5: expected z +1.40 > +1.00, but budget spent: 50.0 % of the last 10 placements refused'
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from streams.core.avoidance.budget import RefusalBudget
 from streams.core.avoidance.features import describe, features
 from streams.core.avoidance.status import NodeStatus
 from streams.core.avoidance.trees import CartTrees, Split
@@ -48,6 +60,7 @@ class Advice:
     path: tuple[Split, ...]
     listed: bool
     reason: str
+    budget_spent: bool = False  # the tree would avoid the node, but the refusal budget was spent: allowed
 
     @property
     def allowed(self) -> bool:
@@ -67,11 +80,14 @@ def path_words(path: Collection[Split]) -> str:
 
 class Adviser:
     """Advice from per-type trees, a threshold on expected z, and the set of listed nodes (pluggable: any
-    collection; the CLI reads a file adapter's blacklist file, a live adviser would follow the snapshots)."""
+    collection; the CLI reads a file adapter's blacklist file, a live adviser would follow the snapshots),
+    and optionally a refusal budget that ``place`` and ``settle`` keep (listed nodes do not spend it: the
+    blacklist has its own cap)."""
 
     def __init__(self, trees: CartTrees, threshold: float = 1.0, listed: Collection[str] = frozenset(),
-                 thresholds: Mapping[str, float] | None = None) -> None:  # fmt: skip
-        self.trees, self.threshold, self.listed = trees, threshold, frozenset(listed)
+                 thresholds: Mapping[str, float] | None = None,
+                 budget: RefusalBudget | None = None) -> None:  # fmt: skip
+        self.trees, self.threshold, self.listed, self.budget = trees, threshold, frozenset(listed), budget
         self.thresholds = dict(thresholds or {})  # per task type, chosen on tuning clusters; else ``threshold``
 
     def threshold_for(self, task_type: str) -> float:
@@ -99,6 +115,25 @@ class Adviser:
         words = path_words(path) or "a tree with one leaf"
         reason = f"{words}: expected z {expected:+.2f} {'>' if avoid else '<='} {limit:+.2f}"
         return Advice(node_id, task_type, "avoid" if avoid else "allow", expected, limit, path, False, reason)
+
+    def place(self, node_id: str, task_type: str, snapshot: NodeStatus, cpu_request: float | None = None,
+              memory_request: float | None = None) -> Advice:  # fmt: skip
+        """One placement decision at the snapshot's event time: ``advise``, then the budget (if any)."""
+        advice = self.advise(node_id, task_type, snapshot, cpu_request, memory_request)
+        return self.settle([advice], snapshot.ts_us)[0]
+
+    def settle(self, advice: Sequence[Advice], at_us: int) -> list[Advice]:
+        """One placement decision over a scheduler's candidate nodes at event time ``at_us``: it refuses when
+        the trees avoid any candidate; when the budget cannot pay for that, those candidates are allowed,
+        saying so. Without a budget the advice is returned as it is (and nothing is counted)."""
+        if self.budget is None:
+            return list(advice)
+        wanted = any(not a.allowed and not a.listed for a in advice)
+        if self.budget.decide(at_us, wanted) or not wanted:
+            return list(advice)
+        words = self.budget.words()
+        return [dataclasses.replace(a, verdict="allow", budget_spent=True, reason=f"{a.reason}, but {words}")
+                if not a.allowed and not a.listed else a for a in advice]  # fmt: skip
 
     def priority(self, advice: Advice) -> int:
         """0-10 for a scheduler extender's prioritize verb: higher is a better place for the task."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streams.core.avoidance.budget import RefusalBudget, refusals
 from streams.core.avoidance.features import FEATURES, features, task_type_of
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Matrix, Metrics, regression_metrics
@@ -244,12 +245,18 @@ def stragglers_by_z(samples: Sequence[Sample], z: float = 1.0) -> list[bool]:
 def assess(
     samples: Sequence[Sample], predictions: Predictions, threshold: float | Mapping[str, float],
     scored: Sequence[bool], straggler: Sequence[bool], repeats: int = 5, seed: int = 0,
+    budget: RefusalBudget | None = None,
 ) -> AdviceScore:  # fmt: skip
     """Refuse every scored placement whose expected z exceeds ``threshold`` (one, or one per task type: a type
-    without one is never refused); score it beside random refusals."""
+    without one is never refused) while ``budget`` (if any) pays for it, placements taken in entry order;
+    score it beside random refusals."""
     limits = threshold if isinstance(threshold, Mapping) else {s.task_type: threshold for s in samples}
-    refuse = [bool(on and p is not None and p > limits.get(s.task_type, math.inf))
-              for on, p, s in zip(scored, predictions, samples, strict=True)]  # fmt: skip
+    keep = [i for i, on in enumerate(scored) if on]
+    chosen = refusals([predictions[i] for i in keep], [samples[i].task_type for i in keep],
+                      [samples[i].start_us for i in keep], limits, budget)  # fmt: skip
+    refuse = [False] * len(samples)
+    for index, refused in zip(keep, chosen, strict=True):
+        refuse[index] = refused
     jobs: dict[str, list[int]] = {}
     for index, sample in enumerate(samples):
         jobs.setdefault(sample.job_id, []).append(index)

@@ -27,9 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streams.core.avoidance.budget import BudgetFactory, RefusalBudget, refusals
 from streams.core.avoidance.evaluation import Sample
 
 TARGETS = ("z", "ratio")
+BUDGET_SHIFTS = tuple(k / 20 for k in range(21))  # how far below the budget-free thresholds to start (0-1 z)
+BUDGET_CANDIDATES = 40  # values tried per type behind a budget (each try replays every tuning run)
 MAX_CANDIDATES = 120  # distinct values tried per type (quantiles of them when there are more)
 
 
@@ -40,12 +43,14 @@ class TuningRun:
     predictions: Sequence[float | None]
     task_types: Sequence[str]
     stragglers: Sequence[bool]
+    starts: Sequence[int] = ()  # entry times (event time), for a refusal budget; () = in the given order
 
 
-def refused_and_avoided(run: TuningRun, thresholds: Mapping[str, float]) -> tuple[float, float]:
+def refused_and_avoided(run: TuningRun, thresholds: Mapping[str, float],
+                        budget: RefusalBudget | None = None) -> tuple[float, float]:  # fmt: skip
     """Share of placements refused and share of stragglers among them (nan without stragglers)."""
-    refuse = [p is not None and p > thresholds.get(kind, math.inf)
-              for p, kind in zip(run.predictions, run.task_types, strict=True)]  # fmt: skip
+    starts = run.starts or range(len(run.predictions))
+    refuse = refusals(run.predictions, run.task_types, starts, thresholds, budget)
     stragglers = sum(run.stragglers)
     avoided = sum(1 for r, s in zip(refuse, run.stragglers, strict=True) if r and s)
     refused = sum(refuse) / len(refuse) if refuse else 0.0
@@ -61,11 +66,53 @@ def objective(runs: Sequence[TuningRun], thresholds: Mapping[str, float], budget
     return (min(avoided), float(np.mean(avoided))) if avoided else (0.0, 0.0)
 
 
-def _candidates(runs: Sequence[TuningRun], kind: str) -> list[float]:
+def choose_with_budget(runs: Sequence[TuningRun], make_budget: BudgetFactory, start: Mapping[str, float],
+                       shifts: Sequence[float] = BUDGET_SHIFTS, passes: int = 2,
+                       ) -> tuple[dict[str, float], tuple[float, float]] | None:  # fmt: skip
+    """Thresholds for an adviser behind a running refusal budget, chosen on the tuning runs alone: lower than
+    without one (the budget, not the threshold, keeps the refused share), found by lowering every type's
+    ``start`` threshold by each of ``shifts``, then by coordinate ascent per type over its predicted values;
+    what avoids most stragglers on the worst run (then the mean) wins, among thresholds that keep the budget's
+    share on every run. Returns (thresholds, (worst, mean avoided)), or None when nothing keeps it.
+
+    >>> run = TuningRun([0.1, 2.0, 0.2, 1.5, 0.3, 0.4], ["a"] * 6, [False, True, False, True, False, False])
+    >>> choose_with_budget([run], lambda: RefusalBudget(0.5, window=6), {"a": 1.75}, shifts=(0.0, 1.0))
+    ({'a': 0.75}, (1.0, 1.0))
+    """
+
+    def score(limits: Mapping[str, float]) -> tuple[float, float] | None:
+        found = [refused_and_avoided(run, limits, make_budget()) for run in runs]
+        if any(refused > make_budget().share + 1e-9 for refused, _ in found):
+            return None
+        avoided = [a for _, a in found if not math.isnan(a)]
+        return (min(avoided), float(np.mean(avoided))) if avoided else (0.0, 0.0)
+
+    best: tuple[tuple[float, float], dict[str, float]] | None = None
+    for shift in shifts:
+        limits = {kind: value - shift for kind, value in start.items()}
+        found = score(limits)
+        if found is not None and (best is None or found > best[0]):
+            best = (found, limits)
+    if best is None:
+        return None
+    for _ in range(passes):
+        moved = False
+        for kind in sorted(best[1]):
+            for value in _candidates(runs, kind, BUDGET_CANDIDATES):
+                trial = {**best[1], kind: value}
+                found = score(trial)
+                if found is not None and found > best[0]:
+                    best, moved = (found, trial), True
+        if not moved:
+            break
+    return best[1], best[0]
+
+
+def _candidates(runs: Sequence[TuningRun], kind: str, most: int = MAX_CANDIDATES) -> list[float]:
     values = sorted({p for run in runs for p, k in zip(run.predictions, run.task_types, strict=True)
                      if k == kind and p is not None})  # fmt: skip
-    if len(values) > MAX_CANDIDATES:
-        values = sorted({float(v) for v in np.quantile(values, np.linspace(0.0, 1.0, MAX_CANDIDATES))})
+    if len(values) > most:
+        values = sorted({float(v) for v in np.quantile(values, np.linspace(0.0, 1.0, most))})
     return [*values, math.inf]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -19,7 +20,11 @@ def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> N
     document = json.loads(result.stdout)
     assert [run["run"] for run in document["runs"]] == ["seed=1", "seed=2"]
     assert {"refused_share", "avoided_share", "jct_reduction", "null_jct_reduction"} <= set(document["runs"][0])
-    assert document["target"] in ("z", "ratio") and [row["target"] for row in document["tuning"]] == ["z", "ratio"]
+    fixed = [row["target"] for row in document["tuning"] if not row["refusal_budget"]]
+    assert document["target"] in ("z", "ratio") and fixed == ["z", "ratio"]
+    if document["refusal_budget"] is not None:  # auto chose the running budget: it won on the tuning seed
+        assert document["refusal_budget"]["share"] == 0.1
+        assert all(run["refused_share"] <= 0.1 for run in document["runs"])
     assert set(document["threshold"]) == {"compute", "memory"}  # one threshold per task type
     assert set(document["summary"]["acceptance"]) == {"avoided_at_least_half", "refused_at_most_tenth",
                                                       "jct_beats_null"}  # fmt: skip
@@ -39,11 +44,22 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
     assert tree.exit_code == 0 and "|---" in tree.stdout
 
 
+def test_queries_sharing_a_budget_state_file_stop_refusing_once_it_is_spent(tmp_path: Path) -> None:
+    state = tmp_path / "budget.json"
+    args = ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04", "--type", "compute",
+            "--threshold", "compute=-99", "--budget-share", "0.1", "--budget-state", str(state), "--json"]
+    answers = [json.loads(CliRunner().invoke(cli, args).stdout) for _ in range(2)]
+    assert answers[0]["verdict"] == "avoid" and not answers[0]["budget_spent"]
+    assert answers[1]["verdict"] == "allow" and answers[1]["budget_spent"]
+    assert "budget spent: 10.0 % of the last 3000 placements refused" in answers[1]["reason"]
+
+
 def test_bad_input_is_one_line_and_exit_1() -> None:
     for args in (["eval", "--trace", SMALL, "--seeds", "one"],
                  ["eval", "--trace", SMALL, "--targets", "speed"],
                  ["query", "--trace", SMALL, "--node", "n", "--threshold", "compute=high"],
                  ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
+                 ["eval", "--trace", SMALL, "--budget-window", "soon"],
                  ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"]):  # fmt: skip
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
