@@ -97,7 +97,7 @@ def advise() -> None:
               help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
                    "--tune-seeds")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
-@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off"]), default="auto", show_default=True,
+@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off"]), default="off", show_default=True,
               help="a running refusal budget (--budget-share of the last --budget-window placements) with lower "
                    "thresholds; auto: used when its worst tuning seed avoids more (traces: auto is off)")
 @budget_options
