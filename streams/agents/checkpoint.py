@@ -127,6 +127,17 @@ async def _observed_batches(batches: AsyncIterator[list[RawEvent]], reader: str,
         yield batch
 
 
+def processed(event: RawEvent, progress: ReadProgress | None) -> None:
+    """Note in ``progress`` that ``event`` was processed just now. A batch is noted as read when it is taken;
+    an agent whose records each take long (the ranking catching up) notes them again as it goes, so the
+    health check sees it working instead of a partition with nothing read (#18: a Google catch-up restarted
+    the worker every two minutes)."""
+    if progress is not None:
+        message = event.message
+        progress.read((message.topic, message.partition), message.offset, message.timestamp or time.time(),
+                      time.monotonic())
+
+
 def as_current(event: RawEvent) -> None:
     """Make ``event`` the current event of this task only: a table write goes to the changelog partition of
     its source partition (Faust reads it from a context variable). Per-event iteration sets it; a batch does

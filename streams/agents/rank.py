@@ -16,7 +16,7 @@ import faust
 from faust.types import AgentT
 
 from streams import metrics
-from streams.agents.checkpoint import PartitionStates, RawStream, unacked_batches
+from streams.agents.checkpoint import PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
 from streams.core.publication import Publication, PublishedRanking
@@ -56,8 +56,11 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     clear_on_revoke(app, idle, (RANKING_FEED.name,))
     lock = asyncio.Lock()  # one writer of the ranking at a time: the agent or the idleness timer
 
-    async def publish(ranking: PublishedRanking, publications: list[Publication]) -> None:
+    async def publish(ranking: PublishedRanking, publications: list[Publication], last: RawEvent | None = None
+                      ) -> None:
         for publication in publications:
+            if last is not None:  # a catch-up publishes many rankings: the health check sees it working
+                processed(last, wiring.progress)
             for score in publication.scores:
                 await send(wiring.node_scores, score.node_id, score)
             for node_class in publication.node_classes:  # ML-NA only
@@ -84,12 +87,13 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     if admitted is not None:
                         slot = admitted.slot
                         publications += slot.state.take(admitted.record)
+                    processed(event, wiring.progress)
                 if slot is None:
                     continue
                 publications += rank_without_idle(idle, slot.state)
                 if publications:
                     metrics.RANKING_DURATION.observe(time.perf_counter() - started)
-                await publish(slot.state, publications)
+                await publish(slot.state, publications, batch[-1])
                 if publications or slot.checkpointer.held >= CHECKPOINT_EVERY:
                     await slot.save(stream)
 
