@@ -97,10 +97,12 @@ def advise() -> None:
               help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
                    "--tune-seeds")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
-@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off", "ranked"]), default="off", show_default=True,
+@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off", "ranked", "escalate"]), default="escalate",
+              show_default=True,
               help="a running refusal budget (--budget-share of the last --budget-window placements) with lower "
                    "thresholds; ranked: refuse the worst of the recent predictions (safety and window chosen on "
-                   "--tune-seeds) under the same cap; auto: the best of off/on/ranked on the worst tuning seed "
+                   "--tune-seeds) under the same cap; escalate: a threshold that climbs as the budget fills; "
+                   "auto: the best on the worst tuning seed "
                    "(traces: auto is off)")
 @budget_options
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")

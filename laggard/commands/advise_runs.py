@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -29,7 +30,7 @@ from streams.core.avoidance.evaluation import (
     stragglers_by_median,
     stragglers_by_z,
 )
-from streams.core.avoidance.ranked import DEFAULT_RANK_WINDOW, DEFAULT_SAFETY, RankedBudget
+from streams.core.avoidance.ranked import DEFAULT_RANK_WINDOW, DEFAULT_SAFETY, EscalatingBudget, RankedBudget
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.thresholds import TuningRun, choose_per_type, choose_with_budget, objective, relabel
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Metrics
@@ -50,11 +51,12 @@ class Knobs:
     repeats: int = 5
     targets: tuple[str, ...] = ("z",)  # labels the trees may learn; with several, chosen on the tuning seeds
     per_type: bool = True  # a threshold per task type (chosen on the tuning seeds), else one for all
-    refusal_budget: str = "off"  # on, off, ranked, or auto: the better on the tuning seeds (worst seed's avoided)
+    refusal_budget: str = "escalate"  # on, off, ranked, escalate, or auto: the better on the tuning seeds (worst seed's avoided)
     budget_share: float = DEFAULT_SHARE  # the running budget: share of the window's placements refused at most
     budget_window: str = str(DEFAULT_WINDOW)  # placements (1000) or event time (2h, 30m)
     rank_safety: float = DEFAULT_SAFETY  # ranked: refuse the worst share x safety of the recent predictions
-    rank_window: int = DEFAULT_RANK_WINDOW  # ranked: predictions ranked against
+    rank_window: int = DEFAULT_RANK_WINDOW  # ranked: predictions ranked against; escalate: decisions counted
+    slope: float = 0.4  # escalate: z over the floor when the window refused its share (grows as fill squared)
 
     def make_budget(self) -> RefusalBudget:
         window, window_us = parse_window(self.budget_window)
@@ -64,14 +66,21 @@ class Knobs:
         window, _ = parse_window(self.budget_window)
         return RankedBudget(self.budget_share, self.rank_safety, self.rank_window, window or DEFAULT_WINDOW)
 
+    def make_escalating(self) -> EscalatingBudget:
+        window, _ = parse_window(self.budget_window)
+        return EscalatingBudget(self.budget_share, self.slope, self.rank_window, window or DEFAULT_WINDOW)
+
     def make(self, mode: str) -> Budget | None:
         """The running budget of ``mode`` (off: none)."""
-        return {"off": None, "on": self.make_budget(), "ranked": self.make_ranked()}[mode]
+        makers: dict[str, Callable[[], Budget]] = {
+            "on": self.make_budget, "ranked": self.make_ranked, "escalate": self.make_escalating}  # fmt: skip
+        return makers[mode]() if mode in makers else None
 
 
 RANK_SAFETIES = (0.7, 0.8, 0.9, 1.0)  # ranked knobs tried on the tuning seeds
 RANK_WINDOWS = (300, 1000, 3000)
 RANK_SHIFTS = tuple(k / 10 for k in range(11))
+SLOPES = (0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2)  # escalate knobs tried on the tuning seeds (windows: RANK_WINDOWS)
 
 
 def load_samples(spec: str, tracker: NodeStatusTracker | None = None) -> tuple[list[Sample], Any]:
@@ -121,7 +130,8 @@ def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
     cluster wins (then the mean); the knobs returned carry the ranked budget's choice."""
     best: tuple[Any, str, float | dict[str, float], str, Knobs] | None = None
     table: list[Any] = []
-    modes = {"off": ("off",), "on": ("on",), "ranked": ("ranked",), "auto": ("off", "on", "ranked")}
+    modes = {"off": ("off",), "on": ("on",), "ranked": ("ranked",), "escalate": ("escalate",),
+             "auto": ("off", "on", "ranked", "escalate")}  # fmt: skip
     wanted = modes[knobs.refusal_budget]
     for target in knobs.targets:
         runs = [_tuning_run(samples, knobs, target) for samples in tuning]
@@ -153,9 +163,33 @@ def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
                               "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
                 if best is None or score > best[0]:
                     best = (score, target, floors, "ranked", tuned)
+        if "escalate" in wanted:
+            escalating = _choose_escalating(runs, knobs, start)
+            if escalating is not None:
+                floors, score, tuned = escalating
+                table.append({"target": target, "refusal_budget": "escalate", "thresholds": floors,
+                              "slope": tuned.slope, "window": tuned.rank_window,
+                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
+                if best is None or score > best[0]:
+                    best = (score, target, floors, "escalate", tuned)
     if best is None:
         raise UserError(f"no threshold keeps the refusal budget {knobs.budget} on every tuning seed")
     return best[1], best[2], table, best[3], best[4]
+
+
+def _choose_escalating(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
+                       ) -> tuple[dict[str, float], tuple[float, float], Knobs] | None:  # fmt: skip
+    """The escalating budget's slope and window and its floors (every type's ``start`` lowered by the same
+    0-1 z; no per-type search, which over-fitted the first-come budget), on the tuning runs by the worst
+    run's avoided share."""
+    best: tuple[tuple[float, float], dict[str, float], Knobs] | None = None
+    for slope in SLOPES:
+        for window in RANK_WINDOWS:
+            tuned = replace(knobs, slope=slope, rank_window=window)
+            found = choose_with_budget(runs, tuned.make_escalating, start, shifts=RANK_SHIFTS, passes=0)
+            if found is not None and (best is None or found[1] > best[0]):
+                best = (found[1], found[0], tuned)
+    return None if best is None else (best[1], best[0], best[2])
 
 
 def _choose_ranked(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
@@ -212,7 +246,8 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
         target, threshold, table, mode, knobs = choose_on_tuning(
             [load_samples(seeded(spec, seed))[0] for seed in tune_seeds], knobs)
     running = {"off": "", "on": f", running budget {knobs.make_budget().words()[len('budget spent: '):]}",
-               "ranked": f", ranked budget (safety {knobs.rank_safety}, window {knobs.rank_window})"}[mode]
+               "ranked": f", ranked budget (safety {knobs.rank_safety}, window {knobs.rank_window})",
+               "escalate": f", escalating budget (slope {knobs.slope}, window {knobs.rank_window})"}[mode]
     click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}{running}", err=True)
     rows, errors = [], []
     for seed in seeds:
@@ -269,6 +304,8 @@ def _budget_doc(knobs: Knobs, mode: str) -> dict[str, Any] | None:
     document = {"mode": mode, "share": budget.share, "window": budget.window, "window_us": budget.window_us}
     if mode == "ranked":
         document |= {"rank_safety": knobs.rank_safety, "rank_window": knobs.rank_window}
+    if mode == "escalate":
+        document |= {"slope": knobs.slope, "rank_window": knobs.rank_window}
     return document
 
 

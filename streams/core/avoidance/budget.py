@@ -70,8 +70,8 @@ class RefusalBudget:
         self._decisions.append((ts_us, refused))
         self._refused += refused
 
-    def place(self, ts_us: int, value: float | None, wanted: bool) -> bool:
-        """``decide``, given the placement's expected value too (which a first-come budget ignores)."""
+    def place(self, ts_us: int, value: float | None, wanted: bool, floor: float = -math.inf) -> bool:
+        """``decide``, given the placement's expected value and floor too (which a first-come budget ignores)."""
         return self.decide(ts_us, wanted)
 
     def decide(self, ts_us: int, wanted: bool) -> bool:
@@ -117,11 +117,12 @@ class RefusalBudget:
 
 
 class Budget(Protocol):
-    """A running budget: ``RefusalBudget`` (first come, first served) or ``RankedBudget`` (the worst first)."""
+    """A running budget: ``RefusalBudget`` (first come, first served), ``RankedBudget`` (the worst first) or
+    ``EscalatingBudget`` (a threshold that climbs as it fills)."""
 
     share: float
 
-    def place(self, ts_us: int, value: float | None, wanted: bool) -> bool: ...
+    def place(self, ts_us: int, value: float | None, wanted: bool, floor: float = ...) -> bool: ...
 
 
 def refusals(predictions: Sequence[float | None], task_types: Sequence[str], starts: Sequence[int],
@@ -138,7 +139,8 @@ def refusals(predictions: Sequence[float | None], task_types: Sequence[str], sta
         return wanted
     refused = [False] * len(wanted)
     for index in sorted(range(len(wanted)), key=lambda i: starts[i]):
-        refused[index] = budget.place(starts[index], predictions[index], wanted[index])
+        floor = thresholds.get(task_types[index], math.inf)
+        refused[index] = budget.place(starts[index], predictions[index], wanted[index], floor)
     return refused
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, RefusalBudget
 
 RANKED_FORMAT = "laggard-ranked-budget/1"
+ESCALATING_FORMAT = "laggard-escalating-budget/1"
 DEFAULT_SAFETY = 0.9
 DEFAULT_RANK_WINDOW = 1000  # predictions ranked against
 
@@ -60,7 +61,7 @@ class RankedBudget:
         high = min(low + 1, len(self._sorted) - 1)
         return self._sorted[low] + (self._sorted[high] - self._sorted[low]) * (position - low)
 
-    def place(self, ts_us: int, value: float | None, wanted: bool) -> bool:
+    def place(self, ts_us: int, value: float | None, wanted: bool, floor: float = -math.inf) -> bool:
         """One placement at ``ts_us`` with expected ``value`` (None: no prediction), ``wanted`` when it is above
         its type's floor; True when it is refused. The value joins the window afterwards."""
         ranked = wanted and value is not None and value > self.quantile()
@@ -100,4 +101,70 @@ class RankedBudget:
             budget._sorted = sorted(budget._recent)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a ranked-budget snapshot: {exc!r}") from None
+        return budget
+
+
+class EscalatingBudget:
+    """Refuse above the type's floor plus ``slope x fill ** 2``, where ``fill`` is the refused share of the
+    last ``window`` decisions over ``share``: a light cluster refuses at its floor, a loaded one climbs.
+    A ``RefusalBudget`` of the same share stays behind it as a hard cap.
+
+    >>> budget = EscalatingBudget(share=0.25, slope=1.0, window=8, cap_window=8)
+    >>> [budget.place(ts, 0.5, True, floor=0.0) for ts in range(8)]   # mild: the threshold climbs after a refusal
+    [True, False, False, False, False, False, False, True]
+    >>> budget.threshold_over_floor()   # the window's share refused is the budget's: one slope over the floor
+    1.0
+    >>> budget.place(8, 2.0, True, floor=0.0)   # a bad one is still worth a refusal
+    True
+    """
+
+    def __init__(self, share: float = DEFAULT_SHARE, slope: float = 0.4, window: int = DEFAULT_RANK_WINDOW,
+                 cap_window: int = DEFAULT_WINDOW) -> None:  # fmt: skip
+        if slope < 0 or window < 1:
+            raise ValueError("the slope must be at least 0 and the window positive")
+        self.cap = RefusalBudget(share, window=cap_window)
+        self.share, self.slope, self.window = share, slope, window
+        self._recent: deque[bool] = deque()
+        self._refused = 0
+
+    def threshold_over_floor(self) -> float:
+        """How far above its type's floor a placement must be expected now."""
+        if not self._recent or self.share <= 0.0:
+            return 0.0
+        fill = self._refused / len(self._recent) / self.share
+        return self.slope * fill**2
+
+    def place(self, ts_us: int, value: float | None, wanted: bool, floor: float = -math.inf) -> bool:
+        """One placement; ``wanted`` when ``value`` is above ``floor`` (its type's). True when refused."""
+        climbing = wanted and value is not None and value - floor > self.threshold_over_floor()
+        refused = self.cap.decide(ts_us, climbing)
+        self._recent.append(refused)
+        self._refused += refused
+        if len(self._recent) > self.window:
+            self._refused -= self._recent.popleft()
+        return refused
+
+    def words(self) -> str:
+        return (f"escalating budget: {self.threshold_over_floor():+.2f} over the floor, at most "
+                f"{100 * self.share:.1f} % of the last {self.cap.window_words()} refused")  # fmt: skip
+
+    def snapshot(self) -> dict[str, Any]:
+        """Both windows as a JSON-ready document (``restore`` reads it back)."""
+        return {"format": ESCALATING_FORMAT, "slope": self.slope, "window": self.window,
+                "recent": [int(r) for r in self._recent], "cap": self.cap.snapshot()}  # fmt: skip
+
+    @classmethod
+    def restore(cls, document: dict[str, Any]) -> EscalatingBudget:
+        """The budget a ``snapshot`` was taken of; ``ValueError`` when the document is not one."""
+        if not isinstance(document, dict) or document.get("format") != ESCALATING_FORMAT:
+            raise ValueError(f"not an escalating-budget snapshot (format {ESCALATING_FORMAT!r} expected)")
+        try:
+            cap = RefusalBudget.restore(document["cap"])
+            budget = cls(cap.share, float(document["slope"]), int(document["window"]), cap.window or DEFAULT_WINDOW)
+            budget.cap = cap
+            for refused in document["recent"][-budget.window:]:
+                budget._recent.append(bool(refused))
+                budget._refused += bool(refused)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an escalating-budget snapshot: {exc!r}") from None
         return budget
