@@ -7,7 +7,7 @@ import json
 import pytest
 
 from streams.core.avoidance.budget import RefusalBudget, refusals
-from streams.core.avoidance.ranked import RankedBudget
+from streams.core.avoidance.ranked import EscalatingBudget, RankedBudget
 
 
 def test_after_many_mild_placements_the_ranked_budget_still_refuses_a_bad_one() -> None:
@@ -48,3 +48,17 @@ def test_a_restored_ranked_budget_decides_as_the_one_it_was_taken_of() -> None:
     assert [copy.place(ts, v, True) for ts, v in later] == [budget.place(ts, v, True) for ts, v in later]
     with pytest.raises(ValueError, match="ranked-budget"):
         RankedBudget.restore(budget.cap.snapshot())
+
+
+def test_the_escalating_threshold_stays_at_the_floor_when_light_and_climbs_when_loaded() -> None:
+    light, loaded = EscalatingBudget(0.10, slope=0.8, window=200), EscalatingBudget(0.10, slope=0.8, window=200)
+    # light cluster: one placement in 20 above the floor, mildly -- every one of them is refused
+    light_refused = [light.place(ts, 0.3 if ts % 20 == 0 else -0.5, ts % 20 == 0, floor=0.0) for ts in range(400)]
+    assert sum(light_refused) == 20
+    # loaded cluster: every placement above the floor, mildly: the threshold climbs and most are allowed
+    refused = [loaded.place(ts, 0.3, True, floor=0.0) for ts in range(400)]
+    assert 0.02 <= sum(refused[200:]) / 200 <= 0.10
+    assert loaded.threshold_over_floor() > 0.1
+    # a bad placement still clears the climbed threshold, and a restored budget decides alike
+    copy = EscalatingBudget.restore(json.loads(json.dumps(loaded.snapshot())))
+    assert copy.place(400, 3.0, True, floor=0.0) == loaded.place(400, 3.0, True, floor=0.0) is True
