@@ -51,7 +51,7 @@ class Knobs:
     repeats: int = 5
     targets: tuple[str, ...] = ("z",)  # labels the trees may learn; with several, chosen on the tuning seeds
     per_type: bool = True  # a threshold per task type (chosen on the tuning seeds), else one for all
-    refusal_budget: str = "escalate"  # on, off, ranked, escalate, or auto: the best on the tuning seeds' worst
+    refusal_budget: str = "off"  # on, off, ranked, escalate, or auto: the best on the tuning seeds' worst
     budget_share: float = DEFAULT_SHARE  # the running budget: share of the window's placements refused at most
     budget_window: str = str(DEFAULT_WINDOW)  # placements (1000) or event time (2h, 30m)
     rank_safety: float = DEFAULT_SAFETY  # ranked: refuse the worst share x safety of the recent predictions
