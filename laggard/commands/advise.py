@@ -97,14 +97,18 @@ def advise() -> None:
               help="synthetic: labels the trees may learn (z in the job, ratio to the job's median), chosen on "
                    "--tune-seeds")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
-@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off"]), default="off", show_default=True,
+@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off", "ranked", "escalate"]), default="off",
+              show_default=True,
               help="a running refusal budget (--budget-share of the last --budget-window placements) with lower "
-                   "thresholds; auto: used when its worst tuning seed avoids more (traces: auto is off)")
+                   "thresholds; ranked: refuse the worst of the recent predictions (safety and window chosen on "
+                   "--tune-seeds) under the same cap; escalate: a threshold that climbs as the budget fills; "
+                   "auto: the best on the worst tuning seed (traces: auto is off)")
 @budget_options
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
-          min_leaf: int, repeats: int, targets: str, one_threshold: bool, refusal_budget: str, budget_share: float,
+          min_leaf: int, repeats: int, targets: str, one_threshold: bool, refusal_budget: str,
+          budget_share: float,
           budget_window: str, as_json: bool, plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")

@@ -8,14 +8,15 @@ from __future__ import annotations
 import math
 import statistics
 import warnings
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import click
 
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
-from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, RefusalBudget, parse_window
+from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, Budget, RefusalBudget, parse_window
 from streams.core.avoidance.evaluation import (
     AdviceScore,
     Sample,
@@ -29,6 +30,7 @@ from streams.core.avoidance.evaluation import (
     stragglers_by_median,
     stragglers_by_z,
 )
+from streams.core.avoidance.ranked import DEFAULT_RANK_WINDOW, DEFAULT_SAFETY, EscalatingBudget, RankedBudget
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.thresholds import TuningRun, choose_per_type, choose_with_budget, objective, relabel
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Metrics
@@ -49,13 +51,36 @@ class Knobs:
     repeats: int = 5
     targets: tuple[str, ...] = ("z",)  # labels the trees may learn; with several, chosen on the tuning seeds
     per_type: bool = True  # a threshold per task type (chosen on the tuning seeds), else one for all
-    refusal_budget: str = "off"  # on, off, or auto: the better on the tuning seeds (worst seed's avoided share)
+    refusal_budget: str = "off"  # on, off, ranked, escalate, or auto: the best on the tuning seeds' worst
     budget_share: float = DEFAULT_SHARE  # the running budget: share of the window's placements refused at most
     budget_window: str = str(DEFAULT_WINDOW)  # placements (1000) or event time (2h, 30m)
+    rank_safety: float = DEFAULT_SAFETY  # ranked: refuse the worst share x safety of the recent predictions
+    rank_window: int = DEFAULT_RANK_WINDOW  # ranked: predictions ranked against; escalate: decisions counted
+    slope: float = 0.4  # escalate: z over the floor when the window refused its share (grows as fill squared)
 
     def make_budget(self) -> RefusalBudget:
         window, window_us = parse_window(self.budget_window)
         return RefusalBudget(self.budget_share, window, window_us)
+
+    def make_ranked(self) -> RankedBudget:
+        window, _ = parse_window(self.budget_window)
+        return RankedBudget(self.budget_share, self.rank_safety, self.rank_window, window or DEFAULT_WINDOW)
+
+    def make_escalating(self) -> EscalatingBudget:
+        window, _ = parse_window(self.budget_window)
+        return EscalatingBudget(self.budget_share, self.slope, self.rank_window, window or DEFAULT_WINDOW)
+
+    def make(self, mode: str) -> Budget | None:
+        """The running budget of ``mode`` (off: none)."""
+        makers: dict[str, Callable[[], Budget]] = {
+            "on": self.make_budget, "ranked": self.make_ranked, "escalate": self.make_escalating}  # fmt: skip
+        return makers[mode]() if mode in makers else None
+
+
+RANK_SAFETIES = (0.7, 0.8, 0.9, 1.0)  # ranked knobs tried on the tuning seeds
+RANK_WINDOWS = (300, 1000, 3000)
+RANK_SHIFTS = tuple(k / 10 for k in range(11))
+SLOPES = (0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.2)  # escalate knobs tried on the tuning seeds (windows: RANK_WINDOWS)
 
 
 def load_samples(spec: str, tracker: NodeStatusTracker | None = None) -> tuple[list[Sample], Any]:
@@ -93,17 +118,21 @@ def _tuning_run(samples: list[Sample], knobs: Knobs, target: str) -> TuningRun:
                      [stragglers[i] for i in keep], [samples[i].start_us for i in keep])
 
 
-Choice = tuple[str, float | dict[str, float], list[Any], bool]  # label, thresholds, tuning table, budget on
+Choice = tuple[str, float | dict[str, float], list[Any], str, Knobs]  # label, thresholds, table, budget mode, knobs
 
 
 def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
-    """The label, thresholds and whether a running refusal budget is used, chosen on the tuning clusters
-    alone: for each candidate label, the largest of the clusters' own budget thresholds (so the budget holds
-    on every one), then per type when ``per_type``; with ``refusal_budget`` on or auto, also the lower
-    thresholds that do best behind the running budget (``choose_with_budget``). What avoids most
-    stragglers on the worst tuning cluster wins."""
-    best: tuple[Any, str, float | dict[str, float], bool] | None = None
+    """The label, thresholds and running budget (off, on, ranked), chosen on the tuning clusters alone: for
+    each candidate label, the largest of the clusters' own budget thresholds (so the budget holds on every
+    one), then per type when ``per_type``; with ``refusal_budget`` on or auto, also the lower thresholds that
+    do best behind the running budget (``choose_with_budget``); with ranked or auto, the ranked budget's
+    safety and window and its floors (``_choose_ranked``). What avoids most stragglers on the worst tuning
+    cluster wins (then the mean); the knobs returned carry the ranked budget's choice."""
+    best: tuple[Any, str, float | dict[str, float], str, Knobs] | None = None
     table: list[Any] = []
+    modes = {"off": ("off",), "on": ("on",), "ranked": ("ranked",), "escalate": ("escalate",),
+             "auto": ("off", "on", "ranked", "escalate")}  # fmt: skip
+    wanted = modes[knobs.refusal_budget]
     for target in knobs.targets:
         runs = [_tuning_run(samples, knobs, target) for samples in tuning]
         single = max(choose_threshold(run.predictions, knobs.budget) for run in runs)
@@ -111,23 +140,75 @@ def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
         if knobs.per_type:
             limits = choose_per_type(runs, knobs.budget, single)
         kinds = sorted({k for run in runs for k in run.task_types})
-        found = objective(runs, limits if isinstance(limits, dict) else dict.fromkeys(kinds, single), knobs.budget)
-        table.append({"target": target, "refusal_budget": False, "thresholds": limits,
+        start = limits if isinstance(limits, dict) else dict.fromkeys(kinds, single)
+        found = objective(runs, start, knobs.budget)
+        table.append({"target": target, "refusal_budget": "off", "thresholds": limits,
                       "worst_avoided": found and found[0], "mean_avoided": found and found[1]})  # fmt: skip
-        if knobs.refusal_budget != "on" and found is not None and (best is None or found > best[0]):
-            best = (found, target, limits, False)
-        if knobs.refusal_budget != "off":
-            start = limits if isinstance(limits, dict) else dict.fromkeys(kinds, single)
+        if "off" in wanted and found is not None and (best is None or found > best[0]):
+            best = (found, target, limits, "off", knobs)
+        if "on" in wanted:
             with_budget = choose_with_budget(runs, knobs.make_budget, start)
             if with_budget is not None:
                 lower, score = with_budget
-                table.append({"target": target, "refusal_budget": True, "thresholds": lower,
+                table.append({"target": target, "refusal_budget": "on", "thresholds": lower,
                               "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
                 if best is None or score > best[0]:
-                    best = (score, target, lower, True)
+                    best = (score, target, lower, "on", knobs)
+        if "ranked" in wanted:
+            ranked = _choose_ranked(runs, knobs, start)
+            if ranked is not None:
+                floors, score, tuned = ranked
+                table.append({"target": target, "refusal_budget": "ranked", "thresholds": floors,
+                              "rank_safety": tuned.rank_safety, "rank_window": tuned.rank_window,
+                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
+                if best is None or score > best[0]:
+                    best = (score, target, floors, "ranked", tuned)
+        if "escalate" in wanted:
+            escalating = _choose_escalating(runs, knobs, start)
+            if escalating is not None:
+                floors, score, tuned = escalating
+                table.append({"target": target, "refusal_budget": "escalate", "thresholds": floors,
+                              "slope": tuned.slope, "window": tuned.rank_window,
+                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
+                if best is None or score > best[0]:
+                    best = (score, target, floors, "escalate", tuned)
     if best is None:
         raise UserError(f"no threshold keeps the refusal budget {knobs.budget} on every tuning seed")
-    return best[1], best[2], table, best[3]
+    return best[1], best[2], table, best[3], best[4]
+
+
+def _choose_escalating(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
+                       ) -> tuple[dict[str, float], tuple[float, float], Knobs] | None:  # fmt: skip
+    """The escalating budget's slope and window and its floors (every type's ``start`` lowered by the same
+    0-1 z; no per-type search, which over-fitted the first-come budget), on the tuning runs by the worst
+    run's avoided share."""
+    best: tuple[tuple[float, float], dict[str, float], Knobs] | None = None
+    for slope in SLOPES:
+        for window in RANK_WINDOWS:
+            tuned = replace(knobs, slope=slope, rank_window=window)
+            found = choose_with_budget(runs, tuned.make_escalating, start, shifts=RANK_SHIFTS, passes=0)
+            if found is not None and (best is None or found[1] > best[0]):
+                best = (found[1], found[0], tuned)
+    return None if best is None else (best[1], best[0], best[2])
+
+
+def _choose_ranked(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
+                   ) -> tuple[dict[str, float], tuple[float, float], Knobs] | None:  # fmt: skip
+    """The ranked budget's safety and window (a grid, with the floors lowered from ``start`` by 0-1 z),
+    then its floors per type by coordinate ascent, all on the tuning runs by the worst run's avoided share."""
+    best: tuple[tuple[float, float], dict[str, float], Knobs] | None = None
+    for safety in RANK_SAFETIES:
+        for window in RANK_WINDOWS:
+            tuned = replace(knobs, rank_safety=safety, rank_window=window)
+            found = choose_with_budget(runs, tuned.make_ranked, start, shifts=RANK_SHIFTS, passes=0)
+            if found is not None and (best is None or found[1] > best[0]):
+                best = (found[1], found[0], tuned)
+    if best is None:
+        return None
+    floors = choose_with_budget(runs, best[2].make_ranked, best[1], shifts=(0.0,), passes=1)
+    if floors is None or floors[1] <= best[0]:
+        return best[1], best[0], best[2]
+    return floors[0], floors[1], best[2]
 
 
 def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str, Any]:
@@ -143,11 +224,11 @@ def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str,
 
 def _assess_both(samples: list[Sample], predictions: list[float | None], threshold: float | dict[str, float],
                  scored: list[bool], knobs: Knobs, seed: int,
-                 budgeted: bool = False) -> tuple[AdviceScore, AdviceScore]:  # fmt: skip
+                 mode: str = "off") -> tuple[AdviceScore, AdviceScore]:  # fmt: skip
     by_median = assess(samples, predictions, threshold, scored, stragglers_by_median(samples, knobs.ratio),
-                       knobs.repeats, seed, knobs.make_budget() if budgeted else None)  # fmt: skip
+                       knobs.repeats, seed, knobs.make(mode))  # fmt: skip
     by_z = assess(samples, predictions, threshold, scored, stragglers_by_z(samples), repeats=1, seed=seed,
-                  budget=knobs.make_budget() if budgeted else None)  # fmt: skip
+                  budget=knobs.make(mode))  # fmt: skip
     return by_median, by_z
 
 
@@ -162,9 +243,11 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
     and per day, and a pooled threshold let one of five clusters refuse more than the limit."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        target, threshold, table, budgeted = choose_on_tuning(
+        target, threshold, table, mode, knobs = choose_on_tuning(
             [load_samples(seeded(spec, seed))[0] for seed in tune_seeds], knobs)
-    running = f", running budget {knobs.make_budget().words()[len('budget spent: '):]}" if budgeted else ""
+    running = {"off": "", "on": f", running budget {knobs.make_budget().words()[len('budget spent: '):]}",
+               "ranked": f", ranked budget (safety {knobs.rank_safety}, window {knobs.rank_window})",
+               "escalate": f", escalating budget (slope {knobs.slope}, window {knobs.rank_window})"}[mode]
     click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}{running}", err=True)
     rows, errors = [], []
     for seed in seeds:
@@ -175,14 +258,14 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
             predictions = _predict(samples, knobs)
             advised = predictions if target == "z" else _predict(samples, knobs, target)
             hoeffding = prequential_hoeffding(samples, HoeffdingTrees())
-        by_median, by_z = _assess_both(samples, advised, threshold, scored, knobs, seed, budgeted)
+        by_median, by_z = _assess_both(samples, advised, threshold, scored, knobs, seed, mode)
         rows.append(_score_row(f"seed={seed}", by_median, by_z))
         index = [i for i, on in enumerate(scored) if on]
         for model, found in (("cart", predictions), ("hoeffding", hoeffding)):
             for row in metrics_rows(metrics_by_type(samples, index, [found[i] for i in index]), model):
                 errors.append({"run": f"seed={seed}", **row})
     return {"trace": spec, "seeds": seeds, "tune_seeds": tune_seeds, "target": target, "threshold": threshold,
-            "refusal_budget": _budget_doc(knobs) if budgeted else None, "knobs": asdict(knobs), "tuning": table,
+            "refusal_budget": _budget_doc(knobs, mode), "knobs": asdict(knobs), "tuning": table,
             "runs": rows, "summary": summary(rows), "tree_errors": errors}  # fmt: skip
 
 
@@ -203,20 +286,27 @@ def evaluate_trace(spec: str, knobs: Knobs) -> dict[str, Any]:
         click.echo("prequential CART for the adviser ...", err=True)
         predictions = _predict(samples, knobs)
     threshold = choose_threshold([p for p, on in zip(predictions, scored, strict=True) if not on], knobs.budget)
-    budgeted = knobs.refusal_budget == "on"  # auto is off here: nothing to choose it on but the learn hours
-    by_median, by_z = _assess_both(samples, predictions, threshold, scored, knobs, 0, budgeted)
+    mode = knobs.refusal_budget if knobs.refusal_budget != "auto" else "off"  # nothing to choose it on here
+    by_median, by_z = _assess_both(samples, predictions, threshold, scored, knobs, 0, mode)
     biggest = max(cart.types(), key=lambda kind: sum(1 for s in samples if s.task_type == kind), default="")
     errors = metrics_rows(metrics_by_type(samples, test, cart_pred), "cart")
     errors += metrics_rows(metrics_by_type(samples, test, hoeff_pred), "hoeffding")
-    return {"trace": spec, "threshold": threshold, "refusal_budget": _budget_doc(knobs) if budgeted else None,
+    return {"trace": spec, "threshold": threshold, "refusal_budget": _budget_doc(knobs, mode),
             "knobs": asdict(knobs),
             "runs": [_score_row("trace", by_median, by_z)], "tree_errors": errors,
             "tree": {"task_type": biggest, "text": cart.text(biggest)}}  # fmt: skip
 
 
-def _budget_doc(knobs: Knobs) -> dict[str, Any]:
+def _budget_doc(knobs: Knobs, mode: str) -> dict[str, Any] | None:
+    if mode == "off":
+        return None
     budget = knobs.make_budget()
-    return {"share": budget.share, "window": budget.window, "window_us": budget.window_us}
+    document = {"mode": mode, "share": budget.share, "window": budget.window, "window_us": budget.window_us}
+    if mode == "ranked":
+        document |= {"rank_safety": knobs.rank_safety, "rank_window": knobs.rank_window}
+    if mode == "escalate":
+        document |= {"slope": knobs.slope, "rank_window": knobs.rank_window}
+    return document
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 BUDGET_FORMAT = "laggard-refusal-budget/1"
 DEFAULT_SHARE = 0.10
@@ -70,6 +70,10 @@ class RefusalBudget:
         self._decisions.append((ts_us, refused))
         self._refused += refused
 
+    def place(self, ts_us: int, value: float | None, wanted: bool, floor: float = -math.inf) -> bool:
+        """``decide``, given the placement's expected value and floor too (which a first-come budget ignores)."""
+        return self.decide(ts_us, wanted)
+
     def decide(self, ts_us: int, wanted: bool) -> bool:
         """Record one placement whose refusal is ``wanted``; True when it is refused (within the budget)."""
         refused = wanted and self.can_refuse(ts_us)
@@ -112,10 +116,19 @@ class RefusalBudget:
         return budget
 
 
+class Budget(Protocol):
+    """A running budget: ``RefusalBudget`` (first come, first served), ``RankedBudget`` (the worst first) or
+    ``EscalatingBudget`` (a threshold that climbs as it fills)."""
+
+    share: float
+
+    def place(self, ts_us: int, value: float | None, wanted: bool, floor: float = ...) -> bool: ...
+
+
 def refusals(predictions: Sequence[float | None], task_types: Sequence[str], starts: Sequence[int],
-             thresholds: Mapping[str, float], budget: RefusalBudget | None) -> list[bool]:  # fmt: skip
+             thresholds: Mapping[str, float], budget: Budget | None) -> list[bool]:  # fmt: skip
     """Which placements are refused, taken in ``starts`` order (event time; ties in the given order): those
-    whose expected value exceeds their type's threshold, while ``budget`` (if any) can pay for them.
+    whose expected value exceeds their type's threshold, while ``budget`` (if any) pays for them.
 
     >>> refusals([2.0, 2.0, 0.0, 2.0], ["a"] * 4, [0, 1, 2, 3], {"a": 1.0}, RefusalBudget(0.5, window=4))
     [True, False, False, True]
@@ -126,11 +139,12 @@ def refusals(predictions: Sequence[float | None], task_types: Sequence[str], sta
         return wanted
     refused = [False] * len(wanted)
     for index in sorted(range(len(wanted)), key=lambda i: starts[i]):
-        refused[index] = budget.decide(starts[index], wanted[index])
+        floor = thresholds.get(task_types[index], math.inf)
+        refused[index] = budget.place(starts[index], predictions[index], wanted[index], floor)
     return refused
 
 
-BudgetFactory = Callable[[], RefusalBudget]
+BudgetFactory = Callable[[], Budget]
 
 
 def _duration(us: int) -> str:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streams.core.avoidance.budget import RefusalBudget, refusals
+from streams.core.avoidance.budget import Budget, refusals
 from streams.core.avoidance.features import FEATURES, features, task_type_of
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Matrix, Metrics, regression_metrics
@@ -245,7 +245,7 @@ def stragglers_by_z(samples: Sequence[Sample], z: float = 1.0) -> list[bool]:
 def assess(
     samples: Sequence[Sample], predictions: Predictions, threshold: float | Mapping[str, float],
     scored: Sequence[bool], straggler: Sequence[bool], repeats: int = 5, seed: int = 0,
-    budget: RefusalBudget | None = None,
+    budget: Budget | None = None,
 ) -> AdviceScore:  # fmt: skip
     """Refuse every scored placement whose expected z exceeds ``threshold`` (one, or one per task type: a type
     without one is never refused) while ``budget`` (if any) pays for it, placements taken in entry order;

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streams.core.avoidance.budget import BudgetFactory, RefusalBudget, refusals
+from streams.core.avoidance.budget import Budget, BudgetFactory, refusals
 from streams.core.avoidance.evaluation import Sample
 
 TARGETS = ("z", "ratio")
@@ -47,7 +47,7 @@ class TuningRun:
 
 
 def refused_and_avoided(run: TuningRun, thresholds: Mapping[str, float],
-                        budget: RefusalBudget | None = None) -> tuple[float, float]:  # fmt: skip
+                        budget: Budget | None = None) -> tuple[float, float]:  # fmt: skip
     """Share of placements refused and share of stragglers among them (nan without stragglers)."""
     starts = run.starts or range(len(run.predictions))
     refuse = refusals(run.predictions, run.task_types, starts, thresholds, budget)
@@ -75,6 +75,7 @@ def choose_with_budget(runs: Sequence[TuningRun], make_budget: BudgetFactory, st
     what avoids most stragglers on the worst run (then the mean) wins, among thresholds that keep the budget's
     share on every run. Returns (thresholds, (worst, mean avoided)), or None when nothing keeps it.
 
+    >>> from streams.core.avoidance.budget import RefusalBudget
     >>> run = TuningRun([0.1, 2.0, 0.2, 1.5, 0.3, 0.4], ["a"] * 6, [False, True, False, True, False, False])
     >>> choose_with_budget([run], lambda: RefusalBudget(0.5, window=6), {"a": 1.75}, shifts=(0.0, 1.0))
     ({'a': 0.75}, (1.0, 1.0))

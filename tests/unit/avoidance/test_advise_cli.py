@@ -20,7 +20,7 @@ def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> N
     document = json.loads(result.stdout)
     assert [run["run"] for run in document["runs"]] == ["seed=1", "seed=2"]
     assert {"refused_share", "avoided_share", "jct_reduction", "null_jct_reduction"} <= set(document["runs"][0])
-    fixed = [row["target"] for row in document["tuning"] if not row["refusal_budget"]]
+    fixed = [row["target"] for row in document["tuning"] if row["refusal_budget"] == "off"]
     assert document["target"] in ("z", "ratio") and fixed == ["z", "ratio"]
     if document["refusal_budget"] is not None:  # auto chose the running budget: it won on the tuning seed
         assert document["refusal_budget"]["share"] == 0.1
