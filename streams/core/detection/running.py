@@ -19,6 +19,10 @@ standard errors) below ``recovery_ratio`` times the one it was found with. A nod
 task for ``quiet_us`` and runs none (the scheduler honours the list) is forgotten, its old tasks with it, and
 left to the decision layer's "no recent evidence"; it gets new tasks and is judged afresh.
 
+A checkpoint with a ``progress`` feature (at least ``min_progress``) projects its running task's duration
+(``elapsed / progress``); the task then scores as if it had ended then (at least as long as it has run), so a
+node whose tasks progress at half their siblings' rate shows it before they end.
+
 Events are buffered and applied in event-time order at the boundary, so the evidence at ``B`` is the tasks
 started before ``B`` whatever the arrival order (as long as every event before ``B`` arrived).
 
