@@ -17,6 +17,9 @@ detectors were first tuned on), this models what an operator's cluster looks lik
   unevenly: same mean, wider spread). ``onset_h``, ``recovery_h`` (None: to the end), ``on_min``/``off_min``
   (intermittent: active ``on_min`` minutes, then idle ``off_min``, from the onset to the recovery) and
   ``ramp_h`` (gradual: the stretch grows linearly from 1 to ``slowdown`` over ``ramp_h`` hours, in steps).
+* ``checkpoints`` (format key ``checkpoints=N``): a running task reports its progress (``TaskCheckpoint``,
+  feature ``progress``: the share of its work done) every ``mean_task_s / N`` seconds, as Google's usage
+  series or Hadoop's heartbeats do; 0 (the suite's default) emits none.
 * ``ground_truth["slow_spans"]`` gives every faulty node's spans of active fault in event time
   (microseconds; the end None while it lasts to the end of the trace). Healthy hardware generations are
   not faults: a slower generation is "healthy" and must not be listed.
@@ -47,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from producers.keyvalues import parse_key_values
-from streams.core.events import Event, JobFinish, JobStart, Status, TaskFinish, TaskStart
+from streams.core.events import Event, JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish, TaskStart
 
 US_PER_S = 1_000_000
 US_PER_H = 3_600 * US_PER_S
@@ -115,6 +118,7 @@ class Scenario:
     task_sigma: float = 0.5
     job_tasks: float = 20.0
     tags: tuple[str, ...] = field(default=())
+    checkpoints: float = 0.0  # progress reports per mean task duration (0: none, as the suite's traces)
 
     def __post_init__(self) -> None:
         problems = [
@@ -124,6 +128,7 @@ class Scenario:
             not self.hours > 0 and "hours must be positive",
             self.slots < 1 and "slots must be at least 1",
             not 0 < self.load <= 1 and "load must be in (0, 1]",
+            self.checkpoints < 0 and "checkpoints must be at least 0",
         ]
         for problem in problems:
             if problem:
@@ -173,6 +178,20 @@ class _Node:
             left -= (at - t) / effective
             t, stretch = float(at), value
         return max(start_us + 1, round(t + left * (1.0 + (stretch - 1.0) * spread)))
+
+    def progress(self, start_us: int, now_us: int, work_s: float, spread: float) -> float:
+        """The share of ``work_s`` done between ``start_us`` and ``now_us`` (the inverse of ``finish_us``)."""
+        t, done, stretch = float(start_us), 0.0, 1.0
+        for at, value in self.points:
+            if at <= t:
+                stretch = value
+                continue
+            if at >= now_us:
+                break
+            done += (at - t) / (1.0 + (stretch - 1.0) * spread)
+            t, stretch = float(at), value
+        done += (now_us - t) / (1.0 + (stretch - 1.0) * spread)
+        return min(1.0, done / (work_s * US_PER_S * self.hardware))
 
 
 class ClusterSim:
@@ -252,6 +271,7 @@ class _Run:
         self.queue: deque[tuple[str, str, float, float]] = deque()  # job, task, work, memory spread
         self.left: dict[str, int] = {}
         self.out: list[Event] = []
+        self.every_us = round(sc.mean_task_s / sc.checkpoints * US_PER_S) if sc.checkpoints > 0 else 0
 
     def push(self, at: int, order: int, payload: Any) -> None:
         self.seq += 1
@@ -264,6 +284,8 @@ class _Run:
             now, order, _, payload = heapq.heappop(self.heap)
             if order == 0:
                 self._finish(now, payload)
+            elif order == 2:
+                self._checkpoint(now, payload)
             elif now < horizon:
                 self._arrive(now, payload)
                 self.push(self._next_arrival(now), 1, payload + 1)
@@ -301,6 +323,12 @@ class _Run:
             self.sim.jobs[job_id] = (self.sim.jobs[job_id][0], now)
             self.out.append(JobFinish(job_id, now))
 
+    def _checkpoint(self, now: int, payload: tuple[str, str, str, int, float, float]) -> None:
+        job_id, task_id, node_name, start, work, spread = payload
+        node = self.by_name[node_name]
+        progress = node.progress(start, now, work, spread if node.memory else 1.0)
+        self.out.append(TaskCheckpoint(job_id, task_id, 0, node_name, now, now - start, {"progress": progress}))
+
     def _place(self, now: int) -> None:
         if not self.queue:
             return
@@ -317,6 +345,9 @@ class _Run:
             end = node.finish_us(now, work, spread if node.memory else 1.0)
             self.out.append(TaskStart(job_id, task_id, 0, node.name, now))
             self.push(end, 0, (job_id, task_id, node.name, now))
+            if self.every_us:
+                for at in range(now + self.every_us, end, self.every_us):  # progress reports while it runs
+                    self.push(at, 2, (job_id, task_id, node.name, now, work, spread))
             node.free -= 1
             if not node.free:
                 free[i] = free[-1]
@@ -328,7 +359,8 @@ def parse_spec(text: str) -> tuple[str, int, dict[str, Any]]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not parts:
         raise ValueError("scenario: name a scenario, e.g. scenario:cpu-2x,seed=1")
-    values = parse_key_values(parts[1:], "scenario", ("seed", "nodes", "hours", "rate"), lambda key, raw: float(raw))
+    values = parse_key_values(parts[1:], "scenario", ("seed", "nodes", "hours", "rate", "checkpoints"),
+                              lambda key, raw: float(raw))
     seed = int(values.pop("seed", 1))
     changes: dict[str, Any] = {key: int(v) if key == "nodes" else v for key, v in values.items()}
     name = parts[0]

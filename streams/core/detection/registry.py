@@ -60,14 +60,18 @@ def shift_detector(config: RankingConfig) -> ShiftDetector:
 # cold start (young jobs only: the listing 25 minutes into a trace). Persistence 2 cost 2x nodes 15 min.
 RUNNING_SHORT_US = 15 * 60_000_000
 RUNNING_Z_SHORT, RUNNING_Z, RUNNING_MIN_EFFECT, RUNNING_PERSISTENCE = 4.25, 4.5, 0.3, 1
+RUNNING_Z_LONG = 4.5  # three ranking windows (5.25: 0 chance listings on hetero-wide, but sparse-4x 2 % recall)
+RUNNING_Z_RELEASE, RUNNING_RELEASE_TASKS = 1.5, 5  # 2.0: no fewer flaps on seeds 1-5, slower release (see docs)
 
 
 def running_detector(config: RankingConfig) -> RunningTaskDetector:
     window = config.window_size_us
-    scales = {RunningScale(RUNNING_SHORT_US, RUNNING_Z_SHORT), RunningScale(window), RunningScale(3 * window)}
+    scales = {RunningScale(RUNNING_SHORT_US, RUNNING_Z_SHORT), RunningScale(window),
+              RunningScale(3 * window, RUNNING_Z_LONG)}
     return RunningTaskDetector(tuple(scales), z_list=RUNNING_Z, min_effect=RUNNING_MIN_EFFECT,
                                min_tasks=config.min_tasks, persistence=RUNNING_PERSISTENCE, quiet_us=window,
-                               warmup_us=window)
+                               warmup_us=window, z_release=RUNNING_Z_RELEASE,
+                               release_tasks=max(RUNNING_RELEASE_TASKS, config.min_tasks))
 
 
 def noop_detector(config: RankingConfig) -> NoopDetector:

@@ -14,10 +14,14 @@ cluster is looked at tens of thousands of times a day) and its effect is at leas
 size: slightly slower healthy hardware is significant over hours but small), with at least ``min_tasks`` tasks.
 It is a suspect after ``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a
 cold start sees young jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
-it has *recovered*: some scale shows an effect clearly (``z_release`` standard errors) below
-``recovery_ratio`` times the one it was found with. A node that started no
+it has *recovered*: some scale with at least ``release_tasks`` tasks shows an effect clearly (``z_release``
+standard errors) below ``recovery_ratio`` times the one it was found with. A node that started no
 task for ``quiet_us`` and runs none (the scheduler honours the list) is forgotten, its old tasks with it, and
 left to the decision layer's "no recent evidence"; it gets new tasks and is judged afresh.
+
+A checkpoint with a ``progress`` feature (at least ``min_progress``) projects its running task's duration
+(``elapsed / progress``); the task then scores as if it had ended then (at least as long as it has run), so a
+node whose tasks progress at half their siblings' rate shows it before they end.
 
 Events are buffered and applied in event-time order at the boundary, so the evidence at ``B`` is the tasks
 started before ``B`` whatever the arrival order (as long as every event before ``B`` arrived).
@@ -58,12 +62,12 @@ import numpy.typing as npt
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import task_scores
-from streams.core.events import Event, NormalizedTask, Status, TaskFinish, TaskStart
+from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
 
 SNAPSHOT_VERSION = 1
 IntArray = npt.NDArray[np.int64]
 MINUTE_US = 60_000_000
-_START, _FINISH, _DROP = 0, 1, 2
+_START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
 _DROPPED = -2  # a task's duration once it failed or was killed
 
 
@@ -112,13 +116,17 @@ class RunningTaskDetector:
 
     def __init__(self, scales: Sequence[Scale], z_list: float = 5.0, min_effect: float = 0.3,
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
-                 min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0) -> None:
+                 min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0,
+                 release_tasks: int | None = None, min_progress: float = 0.1) -> None:
         if not scales:
             raise ValueError("the running-task detector needs at least one scale")
         self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
         self.z_list, self.min_effect, self.min_tasks = z_list, min_effect, min_tasks
         self.persistence, self.recovery_ratio, self.z_release = persistence, recovery_ratio, z_release
         self.min_job_tasks, self.quiet_us, self.warmup_us = min_job_tasks, quiet_us, warmup_us
+        self.release_tasks = min_tasks if release_tasks is None else release_tasks  # a scale judging recovery
+        self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
+        self._projected: dict[tuple[str, str], int] = {}  # running task -> elapsed / progress at its last checkpoint
         self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
         self.memory_us = self.scales[-1].window_us + quiet_us  # older tasks of recent jobs shape their curves
         self._buffer: list[tuple[int, int, int, str, str, str, int]] = []  # (ts, kind, seq, job, task, node, dur)
@@ -133,12 +141,18 @@ class RunningTaskDetector:
         return None  # the task events (``observe``) carry everything this detector uses
 
     def observe(self, event: Event) -> None:
-        """A task event (start or finish; checkpoints and job events are ignored), any order within a period."""
+        """A task event (start, finish, or a checkpoint with a ``progress`` feature; job events are ignored),
+        any order within a period."""
         if isinstance(event, TaskStart):
             kind, duration = _START, -1
         elif isinstance(event, TaskFinish):
             kind = _FINISH if event.status is Status.SUCCEEDED else _DROP
             duration = event.duration_us
+        elif isinstance(event, TaskCheckpoint):
+            progress = event.features.get("progress")
+            if progress is None or not self.min_progress <= progress <= 1 or event.elapsed_us <= 0:
+                return
+            kind, duration = _CHECK, round(event.elapsed_us / progress)  # the duration its progress rate projects
         else:
             return
         self._seq += 1
@@ -167,10 +181,14 @@ class RunningTaskDetector:
             ts, kind, _, job, task, node, duration = heapq.heappop(self._buffer)
             if kind == _START:
                 self._table.put(job, task, node, ts, -1)
-            elif kind == _FINISH:
-                self._table.put(job, task, node, ts - duration, duration)
+            elif kind == _CHECK:
+                self._projected[(job, task)] = duration
             else:
-                self._table.drop(job, task)  # failed or killed: not a measure of the node's speed
+                self._projected.pop((job, task), None)
+                if kind == _FINISH:
+                    self._table.put(job, task, node, ts - duration, duration)
+                else:
+                    self._table.drop(job, task)  # failed or killed: not a measure of the node's speed
 
     def _forget(self, end: int, nodes: IntArray, starts: IntArray, durations: IntArray, quiet: list[str]) -> None:
         """Nodes that started no task for ``quiet_us`` and run none are forgotten with their old tasks."""
@@ -192,15 +210,23 @@ class RunningTaskDetector:
                 del self._since[node]
 
     def _tally(self, end: int, quiet: list[str]) -> dict[str, list[Tally]]:
-        self._table.compact(end - self.memory_us, end - 4 * self.memory_us)
+        if self._table.compact(end - self.memory_us, end - 4 * self.memory_us):
+            self._projected = {key: d for key, d in self._projected.items() if self._table.has(*key)}
         jobs, nodes, starts, durations = self._table.arrays()
         self._forget(end, nodes, starts, durations, quiet)
+        projected = self._table.column(self._projected)
         keep = (starts < end) & (durations != _DROPPED)
-        jobs, nodes, starts, durations = jobs[keep], nodes[keep], starts[keep], durations[keep]
+        jobs, nodes, starts, durations, projected = (jobs[keep], nodes[keep], starts[keep], durations[keep],
+                                                     projected[keep])
         if not len(jobs):
             return {}
         finished = durations >= 0
-        x, v, past = task_scores(jobs, starts, np.where(finished, durations, end - starts), finished, end)
+        # A running task whose checkpoint projects its duration scores as if it had finished then (at least as
+        # long as it has already run): its progress rate is evidence before it ends.
+        known = finished | (projected > 0)
+        times = np.where(finished, durations, np.where(projected > 0, np.maximum(projected, end - starts),
+                                                       end - starts))
+        x, v, past = task_scores(jobs, starts, times, known, end)
         names = self._table.node_names
         since = np.array([self._since.get(node, -1) for node in names], dtype=np.int64)
         usable = (np.bincount(jobs)[jobs] >= self.min_job_tasks) & (starts >= since[nodes])
@@ -268,7 +294,7 @@ class RunningTaskDetector:
         ``recovery_ratio`` times the effect the node was found with."""
         for scale, t in zip(self.scales, tallies, strict=True):
             clearly_lower = t.effect + self.z_release * t.stderr < self.recovery_ratio * effect
-            if scale.window_us <= listed_us and t.tasks >= self.min_tasks and clearly_lower:
+            if scale.window_us <= listed_us and t.tasks >= self.release_tasks and clearly_lower:
                 return scale, t
         return None
 
@@ -279,7 +305,8 @@ class RunningTaskDetector:
                 "seq": self._seq,
                 "tasks": self._table.rows(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
-                "effect": self._effect, "found": self._found, "first": self._first_us}
+                "effect": self._effect, "found": self._found, "first": self._first_us,
+                "projected": [[job, task, d] for (job, task), d in self._projected.items()]}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("version") != SNAPSHOT_VERSION:
@@ -296,6 +323,7 @@ class RunningTaskDetector:
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
         self._first_us = None if state["first"] is None else int(state["first"])
+        self._projected = {(str(j), str(t)): int(d) for j, t, d in state.get("projected", [])}
 
 
 def _tasks(t: Tally) -> str:
@@ -348,22 +376,32 @@ class TaskTable:
         if row is not None:
             self._durations[row] = _DROPPED
 
+    def has(self, job: str, task: str) -> bool:
+        return (job, task) in self._index
+
+    def column(self, values: Mapping[tuple[str, str], int]) -> IntArray:
+        """``values`` by row (-1 where a row has none)."""
+        if not values:
+            return np.full(len(self._keys), -1, dtype=np.int64)
+        return np.array([values.get(key, -1) for key in self._keys], dtype=np.int64)
+
     def arrays(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         return (np.array(self._jobs, dtype=np.int64), np.array(self._nodes, dtype=np.int64),
                 np.array(self._starts, dtype=np.int64), np.array(self._durations, dtype=np.int64))
 
-    def compact(self, horizon: int, running_horizon: int) -> None:
+    def compact(self, horizon: int, running_horizon: int) -> bool:
         """Forget finished tasks started before ``horizon`` and running ones started before ``running_horizon``
         (done when a quarter of the rows can go, so it costs little)."""
         starts, durations = np.array(self._starts, dtype=np.int64), np.array(self._durations, dtype=np.int64)
         keep = (starts >= horizon) | ((durations == -1) & (starts >= running_horizon))
         keep &= durations != _DROPPED
         if keep.sum() > 0.75 * len(keep):
-            return
+            return False
         rows = self.rows_where(keep)
         self._clear()
         for job, task, node, start, duration in rows:
             self.put(job, task, node, start, duration)
+        return True
 
     def rows_where(self, keep: npt.NDArray[np.bool_]) -> list[list[Any]]:
         return [[job, task, self.node_names[self._nodes[i]], self._starts[i], self._durations[i]]

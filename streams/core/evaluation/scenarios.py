@@ -14,6 +14,9 @@ while it lasts); the run is the blacklist's stays (``detection.Span``, from ``De
 * *largest share*: the most nodes listed at once over the cluster's nodes, and whether it passed the cap;
 * *cycles per hour*: the most listings of one node that began within any one hour.
 
+Everything is judged up to the scenario's end (``end_us``): listings after it are dropped, and a stay that
+lasts past it is still open (a node released while the last tasks drain was not released mid-fault).
+
 >>> H = 3_600_000_000
 >>> truth = {"a": [(1 * H, 3 * H)], "b": [(1 * H, None)]}
 >>> stays = [Span("a", H + H // 6, 2 * H), Span("a", 2 * H + H // 12, 3 * H + H // 4),
@@ -23,6 +26,8 @@ while it lasts); the run is the blacklist's stays (``detection.Span``, from ``De
 (0.5, 0.5, [600.0, None], [900.0])
 >>> score.flaps, score.chance_listings, score.largest_listed, score.cap_exceeded, score.cycles_per_hour
 (1, 1, 1, False, 2)
+>>> score_run(truth, [Span("b", 2 * H, 7 * H), Span("z", 6 * H, 7 * H)], 10, 6 * H, 0.1).flaps  # past the end
+0
 """
 
 from __future__ import annotations
@@ -59,9 +64,14 @@ class RunScore:
 
 
 def score_run(truth: SlowSpans, stays: Sequence[Span], nodes: int, end_us: int, max_fraction: float) -> RunScore:
-    """Score one run's blacklist stays against the faulty nodes' active spans (see the module text)."""
+    """Score one run's blacklist stays against the faulty nodes' active spans (see the module text).
+
+    ``end_us`` is the scenario's end, not its last event: what the blacklist does while the last tasks
+    drain (no new job, so no new evidence) is not scored; a stay still open at ``end_us`` never ended."""
     faulty = {node for node, spans in truth.items() if spans}
     by_node: dict[str, list[tuple[int, int]]] = {}
+    stays = [Span(s.node_id, s.start_us, None if s.end_us is None or s.end_us >= end_us else s.end_us)
+             for s in stays if s.start_us < end_us]
     for stay in stays:
         by_node.setdefault(stay.node_id, []).append((stay.start_us, end_us if stay.end_us is None else stay.end_us))
     for node_stays in by_node.values():

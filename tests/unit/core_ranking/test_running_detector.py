@@ -116,3 +116,29 @@ def test_the_survival_curve_behind_the_scores_is_scipys_kaplan_meier() -> None:
     km = stats.ecdf(stats.CensoredData(uncensored=times[finished], right=times[~finished])).sf
     before, after = km.evaluate(times[finished] - 0.5), km.evaluate(times[finished])
     assert np.allclose(x[finished], ndtri(1 - (before + after) / 2))
+
+
+def test_progress_reports_are_evidence_before_a_slow_nodes_tasks_finish() -> None:
+    # Every task reports its progress each minute; a 3x node's tasks progress at a third of their siblings' rate.
+    from streams.core.events import TaskCheckpoint
+
+    rng = random.Random(6)
+    events = cluster(range(0, 60), {}, rng) + cluster(range(60, 90), {"n03": 3.0}, rng)
+    starts = {(e.job_id, e.task_id): e for e in events if isinstance(e, TaskStart)}
+    reports: list[Event] = []
+    for e in events:
+        if isinstance(e, TaskFinish):
+            s = starts[(e.job_id, e.task_id)]
+            reports += [TaskCheckpoint(e.job_id, e.task_id, 0, e.node_id, s.ts_us + k * MIN, k * MIN,
+                                       {"progress": k * MIN / e.duration_us})
+                        for k in range(1, 1 + (e.duration_us - 1) // MIN)]
+
+    def run(stream: list[Event]) -> list[dict]:
+        found = periods(detector(), sorted(stream, key=lambda e: e.ts_us), 5, 90)
+        assert not any(e.suspect for period in found for n, e in period.items() if n != "n03")
+        assert found[75 // 5 - 1]["n03"].suspect
+        return found
+
+    with_reports, without = run(events + reports), run(events)
+    for minute in (65, 70):  # 5 and 10 minutes after the onset its evidence is stronger with progress reports
+        assert with_reports[minute // 5 - 1]["n03"].score > without[minute // 5 - 1]["n03"].score + 0.1

@@ -24,7 +24,7 @@ def test_avoiding_the_faulty_nodes_shortens_jobs() -> None:
 
 def test_the_running_policy_lists_2x_nodes_from_the_in_process_runner_and_releases_them_after_recovery() -> None:
     # The runner hands every task event to the detector (streams.local -> observe_task): no event, no listing.
-    scenario = SCENARIOS["cpu-2x"].scaled(nodes=40, hours=3.5)
+    scenario = SCENARIOS["cpu-2x"].scaled(nodes=40, hours=4.0)  # recovery at 3 h, an hour to be released
     (run,) = run_seed(scenario, 1, ["open"], {"policy": "running"})
     assert run.score.precision == 1.0 and run.score.recall == 1.0 and run.score.flaps == 0
     assert all(d is not None and d <= 60 * 60 for d in run.score.onset_to_listing_s)

@@ -44,3 +44,12 @@ def test_a_fault_never_listed_counts_against_recall_only() -> None:
     score = score_run({"a": [(H, None)], "b": [(H, None)]}, [Span("b", 2 * H, None)], nodes=100, end_us=3 * H,
                       max_fraction=0.1)
     assert score.recall == 0.5 and score.onset_to_listing_s == [None, 3600.0] and score.flaps == 0
+
+
+def test_what_happens_after_the_scenario_ends_is_not_scored() -> None:
+    # sparse-4x: jobs stop at the scenario's end; a slow node released while the last tasks drain did not flap
+    stays = [Span("a", 2 * H, 9 * H), Span("z", 8 * H + 10 * M, 8 * H + 30 * M)]
+    score = score_run({"a": [(H, None)]}, stays, nodes=20, end_us=8 * H, max_fraction=0.1)
+    assert score.flaps == 0 and score.chance_listings == 0 and score.precision == 1.0
+    inside = score_run({"a": [(H, None)]}, [Span("a", 2 * H, 7 * H)], nodes=20, end_us=8 * H, max_fraction=0.1)
+    assert inside.flaps == 1
