@@ -16,7 +16,7 @@ import faust
 from faust.types import AgentT
 
 from streams import metrics
-from streams.agents.checkpoint import PartitionStates, RawEvent, RawStream, processed, unacked_batches
+from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
 from streams.core.publication import Publication, PublishedRanking
@@ -55,6 +55,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     idle = IdleClock(wiring.settings.idle_stream_timeout_s)
     clear_on_revoke(app, idle, (RANKING_FEED.name,))
     lock = asyncio.Lock()  # one writer of the ranking at a time: the agent or the idleness timer
+    outputs = Outputs()  # a checkpoint past a delta only once the delta is on the broker
 
     async def publish(ranking: PublishedRanking, publications: list[Publication], last: RawEvent | None = None
                       ) -> None:
@@ -62,13 +63,13 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
             if last is not None:  # a catch-up publishes many rankings: the health check sees it working
                 processed(last, wiring.progress)
             for score in publication.scores:
-                await send(wiring.node_scores, score.node_id, score)
+                outputs.track(await send(wiring.node_scores, score.node_id, score))
             for node_class in publication.node_classes:  # ML-NA only
-                await send(wiring.node_classes, node_class.node_id, node_class)
+                outputs.track(await send(wiring.node_classes, node_class.node_id, node_class))
             observe(publication)
             if publication.delta is not None and publication.snapshot is not None:
-                await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta)
-                await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot)
+                outputs.track(await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta))
+                outputs.track(await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot))
                 metrics.DELTA_PUBLISHED.set(publication.delta.version)
                 log.info("blacklist v%d: +%s -%s", publication.delta.version,
                          [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
@@ -95,7 +96,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     metrics.RANKING_DURATION.observe(time.perf_counter() - started)
                 await publish(slot.state, publications, batch[-1])
                 if publications or slot.checkpointer.held >= CHECKPOINT_EVERY:
-                    await slot.save(stream)
+                    await slot.save(stream, outputs)
 
     async def rank_without_idle_partitions() -> None:
         # A crash before the agent's next checkpoint replays the feed from the last one; the versions already
