@@ -110,7 +110,9 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                         slot = admitted.slot
                         publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
-                if slot is None:
+                if slot is None or states.stale(batch[-1]):
+                    # Nothing new, or a rebalance overtook the batch (a long ranking gives it time): its events
+                    # come again to whoever holds the feed now; this state was forgotten and is not saved.
                     continue
                 publications += rank_without_idle(idle, slot.state)
                 if publications:
