@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from faust.types import EventT, TopicT
 
@@ -47,11 +48,13 @@ async def decode_or_dead_letter(event: EventT[bytes], dead_letters: TopicT | Non
     return None
 
 
-async def send(topic: TopicT, key: str, record: object) -> None:
-    """``record`` in Avro on ``topic`` under ``key``."""
-    await send_raw(topic, codec.encode_key(key), codec.encode(record))
+async def send(topic: TopicT, key: str, record: object) -> asyncio.Future[Any]:
+    """``record`` in Avro on ``topic`` under ``key``; the future of the broker's acknowledgement."""
+    return await send_raw(topic, codec.encode_key(key), codec.encode(record))
 
 
-async def send_raw(topic: TopicT, key: bytes | None, value: bytes) -> None:
-    await topic.send(key=key, value=value)
+async def send_raw(topic: TopicT, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+    """Queue ``value``; the future of the broker's acknowledgement (a send is not on the broker when queued)."""
+    delivery = await topic.send(key=key, value=value)
     metrics.EVENTS_OUT.labels(topic.get_topic_name()).inc()
+    return cast("asyncio.Future[Any]", delivery)

@@ -12,7 +12,7 @@ import asyncio
 import faust
 from faust.types import AgentT
 
-from streams.agents.checkpoint import PartitionStates, RawStream, Slot, unacked_batches
+from streams.agents.checkpoint import Outputs, PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import (
     IdleClock,
@@ -46,17 +46,18 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     clear_on_revoke(app, idle, TOPICS)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     waiting: set[int] = set()  # partitions warned about waiting for job events
+    outputs = Outputs()  # what the next checkpoint waits for: it must not reach the broker before them
 
     async def emit(emitted: Emitted) -> None:
         # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
         for sample in emitted.samples:
-            await send(wiring.node_samples, sample.node_id, sample)
+            outputs.track(await send(wiring.node_samples, sample.node_id, sample))
             if not summaries:
-                await send(wiring.ranking_feed, wiring.cluster_id, sample)
+                outputs.track(await send(wiring.ranking_feed, wiring.cluster_id, sample))
         for summary in emitted.summaries:
-            await send(wiring.ranking_feed, wiring.cluster_id, summary)
+            outputs.track(await send(wiring.ranking_feed, wiring.cluster_id, summary))
         if emitted.progress is not None:
-            await send(wiring.ranking_feed, wiring.cluster_id, emitted.progress)
+            outputs.track(await send(wiring.ranking_feed, wiring.cluster_id, emitted.progress))
 
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
         stage = slot.state
@@ -66,7 +67,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         await emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,
                            released.progress or emitted.progress))
         if emitted.progress is not None or released.progress is not None or slot.checkpointer.held >= CHECKPOINT_EVERY:
-            await slot.save(stream)
+            await slot.save(stream, outputs)
 
     @app.agent(wiring.task_events, name="normalise_tasks")
     async def normalise_tasks(stream: RawStream) -> None:

@@ -10,7 +10,7 @@ import faust
 from faust.types import AgentT
 
 from streams import metrics
-from streams.agents.checkpoint import PartitionStates, RawStream, Slot, unacked_batches
+from streams.agents.checkpoint import Outputs, PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
@@ -35,6 +35,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         lambda p: PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us),
         (TASK_EVENTS.name, JOB_EVENTS.name), key=lambda p: f"predict:{p}".encode())
 
+    outputs = Outputs()  # a checkpoint past a prediction only once the prediction is on the broker
+
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "predict_stragglers", wiring.progress):
@@ -46,11 +48,11 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     continue
                 prediction = admitted.slot.state.step(admitted.record)
                 if prediction is not None:
-                    await send(wiring.straggler_predictions, prediction.job_id, prediction)
+                    outputs.track(await send(wiring.straggler_predictions, prediction.job_id, prediction))
                     metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
                 if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
                     full[admitted.slot.partition] = admitted.slot
             for slot in full.values():
-                await slot.save(stream)
+                await slot.save(stream, outputs)
 
     return predict_stragglers

@@ -16,11 +16,13 @@ import faust
 from faust.types import AgentT
 
 from streams import metrics
-from streams.agents.checkpoint import PartitionStates, RawEvent, RawStream, processed, unacked_batches
+from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
+from streams.core.events import Progress
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
+from streams.health import ReadProgress
 from streams.serde.topics import RANKING_FEED
 from streams.wiring import Wiring
 
@@ -28,6 +30,25 @@ log = logging.getLogger(__name__)
 CHECKPOINT_EVERY = 20000
 BATCH_MAX = 500
 BATCH_WITHIN_S = 0.02
+BUSY_NOTE_S = 5.0  # while a progress mark ranks, the health check hears this often that the agent works
+
+
+async def ranked(ranking: PublishedRanking, record: object, event: RawEvent, progress: ReadProgress | None
+                 ) -> list[Publication]:
+    """``ranking.take(record)``; a progress mark off the event loop. One mark can complete many boundaries (a
+    catch-up: 25 s for the first mark of three Google parts, minutes for ten), and ranked on the loop it stopped
+    every timer of the worker, the health check among them, which then found the feed unread for longer than
+    the stall timeout and restarted the worker, which ranked the same boundaries again from its checkpoint
+    (#18: the Google replay stuck at version 18). The caller holds the ranking's lock; nothing else touches
+    the state meanwhile."""
+    if not isinstance(record, Progress):
+        return ranking.take(record)  # type: ignore[arg-type]  # a summary or sample: kept, not ranked
+    work = asyncio.get_running_loop().run_in_executor(None, ranking.take, record)
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=BUSY_NOTE_S)
+        if done:
+            return work.result()
+        processed(event, progress)
 
 
 def observe(publication: Publication) -> None:
@@ -55,6 +76,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     idle = IdleClock(wiring.settings.idle_stream_timeout_s)
     clear_on_revoke(app, idle, (RANKING_FEED.name,))
     lock = asyncio.Lock()  # one writer of the ranking at a time: the agent or the idleness timer
+    outputs = Outputs()  # a checkpoint past a delta only once the delta is on the broker
 
     async def publish(ranking: PublishedRanking, publications: list[Publication], last: RawEvent | None = None
                       ) -> None:
@@ -62,13 +84,13 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
             if last is not None:  # a catch-up publishes many rankings: the health check sees it working
                 processed(last, wiring.progress)
             for score in publication.scores:
-                await send(wiring.node_scores, score.node_id, score)
+                outputs.track(await send(wiring.node_scores, score.node_id, score))
             for node_class in publication.node_classes:  # ML-NA only
-                await send(wiring.node_classes, node_class.node_id, node_class)
+                outputs.track(await send(wiring.node_classes, node_class.node_id, node_class))
             observe(publication)
             if publication.delta is not None and publication.snapshot is not None:
-                await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta)
-                await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot)
+                outputs.track(await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta))
+                outputs.track(await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot))
                 metrics.DELTA_PUBLISHED.set(publication.delta.version)
                 log.info("blacklist v%d: +%s -%s", publication.delta.version,
                          [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
@@ -86,16 +108,18 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
                         slot = admitted.slot
-                        publications += slot.state.take(admitted.record)
+                        publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
-                if slot is None:
+                if slot is None or states.stale(batch[-1]):
+                    # Nothing new, or a rebalance overtook the batch (a long ranking gives it time): its events
+                    # come again to whoever holds the feed now; this state was forgotten and is not saved.
                     continue
                 publications += rank_without_idle(idle, slot.state)
                 if publications:
                     metrics.RANKING_DURATION.observe(time.perf_counter() - started)
                 await publish(slot.state, publications, batch[-1])
                 if publications or slot.checkpointer.held >= CHECKPOINT_EVERY:
-                    await slot.save(stream)
+                    await slot.save(stream, outputs)
 
     async def rank_without_idle_partitions() -> None:
         # A crash before the agent's next checkpoint replays the feed from the last one; the versions already

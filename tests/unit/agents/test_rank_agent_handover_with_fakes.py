@@ -52,13 +52,21 @@ class FakeTopic:
     def get_topic_name(self) -> str:
         return f"blacklist-{self.kind}"
 
-    async def send(self, key: bytes, value: bytes) -> None:
+    async def send(self, key: bytes, value: bytes) -> asyncio.Future[None]:
         record = codec.decode(value)
         if self.kind == "deltas":
             self.cluster.published.append((record.version, sorted(e.node_id for e in record.added),
                                            sorted(e.node_id for e in record.removed)))
         elif self.kind == "snapshot":
             self.cluster.snapshots.append(record)
+        return _acknowledged()
+
+
+def _acknowledged() -> asyncio.Future[None]:
+    """A send the broker has acknowledged."""
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(None)
+    return future
 
 
 class FakeEvent:
@@ -78,7 +86,7 @@ class FakeStream:
     async def events(self) -> Any:
         for offset in range(self.start, self.stop):
             message = SimpleNamespace(topic="ranking-feed", partition=0, offset=offset, key=b"c",
-                                      value=FEED[offset], timestamp=0)
+                                      value=FEED[offset], timestamp=0, generation_id=1)
             yield FakeEvent(message)
 
     async def noack_take(self, max_: int, within: float) -> Any:
@@ -104,10 +112,12 @@ class FakeWorker:
         self.timers: list[Any] = []  # registered, not run: this scenario has no idle partition
         app = SimpleNamespace(agent=lambda topic, name: lambda fn: agents.setdefault(name, fn),
                               timer=lambda interval, **kw: lambda fn: self.timers.append(fn) or fn,
-                              on_partitions_revoked=SimpleNamespace(connect=self.handlers.append))
+                              on_partitions_revoked=SimpleNamespace(connect=self.handlers.append),
+                              flow_control=SimpleNamespace(is_active=lambda: True), consumer_generation_id=1)
         wiring = SimpleNamespace(
             ranking_feed=None, settings=SETTINGS, partitions=1, ranking_config=CONFIG, cluster_id="default",
-            node_scores=SimpleNamespace(send=lambda **kw: asyncio.sleep(0), get_topic_name=lambda: "node-scores"),
+            node_scores=SimpleNamespace(send=lambda **kw: asyncio.sleep(0, _acknowledged()),
+                                        get_topic_name=lambda: "node-scores"),
             dead_letters=None, progress=None,
             blacklist_deltas=FakeTopic(cluster, "deltas"), blacklist_snapshot=FakeTopic(cluster, "snapshot"),
             rank_checkpoints=cluster.table, ranking_feed_types=(NodeSummary, NormalizedTask, Progress),
