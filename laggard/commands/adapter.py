@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from laggard.commands.options import bootstrap_option, settings_with
+from laggard.commands.options import bootstrap_option, serve_health, settings_with
 from laggard.errors import UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -292,7 +292,7 @@ def _run(
         dry_run=dry_run,
         retry_wait_s=retry_wait,
         stop=lambda: bool(stopping),
-        health=_serve_health(settings),
+        health=serve_health(settings),
     )
     try:
         outcome = consumer.run(once=once)
@@ -352,21 +352,6 @@ def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
     except (ConfigException, OSError) as exc:
         raise UserError(f"no Kubernetes configuration ({exc}): pass --kubeconfig FILE or run in a pod") from exc
     return client.CoreV1Api()
-
-
-def _serve_health(settings: Any) -> Any:
-    """The adapter's Health, served on the metrics port when one is set (None otherwise)."""
-    from streams.health import Health, serve
-
-    if not settings.metrics_port:
-        return None
-    health = Health(settings.stall_timeout_s or float("inf"))
-    try:
-        serve(settings.metrics_port, health, settings.metrics_host)
-    except OSError as exc:
-        raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
-                        f"{exc.strerror}") from None
-    return health
 
 
 def _setup_logging() -> None:

@@ -23,7 +23,7 @@ import orjson
 from rich.table import Table
 
 from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace, load_samples, train_all
-from laggard.commands.options import bootstrap_option, formats_epilog, settings_with, stdout_console
+from laggard.commands.options import bootstrap_option, formats_epilog, serve_health, settings_with, stdout_console
 from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.adviser import Adviser
@@ -286,7 +286,7 @@ def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | Non
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
     adviser.budget = budget
     lock = None
-    health = _serve_health(settings)
+    health = serve_health(settings)
     feed: StatusFeed | None = None
     status_of: StatusOf
     if live:
@@ -326,18 +326,3 @@ def _start_feed(feed: Any) -> None:
         feed.start()
     except (BrokerUnavailable, TopicMissing) as exc:
         raise UserError(str(exc)) from None
-
-
-def _serve_health(settings: Any) -> Any:
-    """Health and /metrics on the metrics port, as the adapters serve them (None without a port)."""
-    from streams.health import Health, serve
-
-    if not settings.metrics_port:
-        return None
-    health = Health(settings.stall_timeout_s or float("inf"))
-    try:
-        serve(settings.metrics_port, health, settings.metrics_host)
-    except OSError as exc:
-        raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
-                        f"{exc.strerror}") from None
-    return health

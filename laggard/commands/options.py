@@ -127,3 +127,19 @@ def refuse_unusable(spec: str, trace: Any) -> None:
         f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}). Is "
         f"{spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
     )
+
+
+def serve_health(settings: Any) -> Any:
+    """The process's Health, with /livez, /readyz and /metrics served on the metrics port when one is set (None
+    otherwise): what every adapter and `advise serve` expose."""
+    from streams.health import Health, serve
+
+    if not settings.metrics_port:
+        return None
+    health = Health(settings.stall_timeout_s or float("inf"))
+    try:
+        serve(settings.metrics_port, health, settings.metrics_host)
+    except OSError as exc:
+        raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
+                        f"{exc.strerror}") from None
+    return health
