@@ -7,6 +7,8 @@ but that cannot be placed, e.g. they began before the trace), ``bad_rows`` with 
 ``bad_examples`` (file, line, reason). A synthetic trace also has ``ground_truth``.
 
 A bad spec raises ``ValueError``, a missing path ``FileNotFoundError``, both with a message fit for one line.
+A format of the shared public traces may name no path (``google2011-events`` alone): it is then read from its
+place under ``traces_dir`` (the caller's setting; ``SHARED_PATHS``).
 
 >>> trace = open_trace("synthetic:nodes=6,slow=1,jobs=2,tasks=3,seed=4")
 >>> [type(e).__name__ for e in trace][:2]
@@ -43,6 +45,14 @@ FORMATS: dict[str, str] = {
     "day (s), load, tasks, seed, persistent, episodic, intermittent, slowdown (LO-HI), episode (days), burst (h)",
 }
 
+# Where each format's share of the public traces lives under the traces folder (setting ``traces_dir``,
+# LAGGARD_TRACES_DIR, default ../shared/traces), so that ``--trace google2011-events`` alone reads it.
+SHARED_PATHS: dict[str, str] = {
+    "google2011-events": "google2011-task-events",
+    "google2011-usage": "google2011-nurd-timeseries/timeseriesspecsixtotal",
+    "alibaba2017-tasks": "alibaba2017-batch-task/batch_task.csv",
+}
+
 # format -> (module, function); the function takes (path, ReadStats) and returns an event iterator.
 _READERS: dict[str, tuple[str, str]] = {
     "google2011-events": ("producers.readers.google2011", "read_google_events"),
@@ -62,9 +72,10 @@ def formats_help() -> str:
     return "\n".join(f"{name}: {text}" for name, text in FORMATS.items())
 
 
-def open_trace(spec: str) -> Trace:
-    """The trace named by ``spec``; raises ValueError (bad spec) or FileNotFoundError (missing path)."""
-    name, sep, rest = spec.partition(":")
+def open_trace(spec: str, traces_dir: Path | None = None) -> Trace:
+    """The trace named by ``spec``; raises ValueError (bad spec) or FileNotFoundError (missing path). A spec
+    without a path reads the format's share of the public traces under ``traces_dir`` (``SHARED_PATHS``)."""
+    name, _, rest = spec.partition(":")
     name = name.strip()
     if name not in _READERS:
         known = ", ".join(FORMATS)
@@ -85,14 +96,26 @@ def open_trace(spec: str) -> Trace:
 
         drifting = DriftingCluster(parse_drifting(rest))
         return Trace(spec, name, lambda stats: iter(drifting), ground_truth=drifting.ground_truth)
-    if not sep or not rest.strip():
-        raise ValueError(f"trace {spec!r} names no path: expected {name}:PATH")
+    path = _path_of(spec, name, rest, traces_dir)
     reader = _load_reader(name)
-    path = Path(rest.strip()).expanduser()
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
     reader(path, ReadStats())  # readers check their input eagerly (header, layout) and read lazily
     return Trace(spec, name, lambda stats: reader(path, stats))
+
+
+def _path_of(spec: str, name: str, rest: str, traces_dir: Path | None) -> Path:
+    """The path a spec names, or the shared traces' place for its format when it names none."""
+    if rest.strip():
+        path = Path(rest.strip()).expanduser()
+        if not path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return path
+    if name not in SHARED_PATHS or traces_dir is None:
+        raise ValueError(f"trace {spec!r} names no path: expected {name}:PATH")
+    path = traces_dir.expanduser() / SHARED_PATHS[name]
+    if not path.exists():
+        raise FileNotFoundError(2, f"{name} names no path and the shared traces are not in {traces_dir} "
+                                f"(set LAGGARD_TRACES_DIR, or give {name}:PATH)", str(path))
+    return path
 
 
 def _load_reader(name: str) -> Callable[[Path, ReadStats], Iterator[Event]]:

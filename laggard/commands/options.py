@@ -112,9 +112,12 @@ def stdout_console() -> Console:
 
 def formats_epilog() -> str:
     """The trace formats ``--trace FORMAT:PATH`` accepts, for a command's ``--help``."""
-    from producers.registry import FORMATS
+    from producers.registry import FORMATS, SHARED_PATHS
 
-    return "\b\nTrace formats (--trace FORMAT:PATH):\n" + "\n".join(f"  {k:18} {v}" for k, v in FORMATS.items())
+    shared = ", ".join(SHARED_PATHS)
+    return ("\b\nTrace formats (--trace FORMAT:PATH):\n" + "\n".join(f"  {k:18} {v}" for k, v in FORMATS.items())
+            + f"\n\b\n{shared} without :PATH read the public traces under LAGGARD_TRACES_DIR "
+            "(default ../shared/traces).")
 
 
 def refuse_unusable(spec: str, trace: Any) -> None:

@@ -9,8 +9,9 @@ import click
 import orjson
 
 from laggard.commands.options import bootstrap_option, formats_epilog, settings_with
+from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
-from producers.registry import Trace, open_trace
+from producers.registry import Trace
 from producers.sink import JsonLinesSink, KafkaSink, NullSink, Pacer, Sink
 from producers.sink import replay as replay_events
 from streams.errors import BrokerUnavailable
@@ -64,10 +65,7 @@ def replay(
     reported with file and line; the replay goes on. A progress line runs on stderr.
     """
     _check_options(bootstrap, sink_name, speed, max_rate, as_json)
-    try:
-        trace = open_trace(spec)
-    except (ValueError, OSError) as exc:
-        raise UserError(_one_line(exc)) from None
+    trace = open_trace_or_fail(spec)
     sink = _make_sink(sink_name, bootstrap)
     summary = _run(trace, sink, Pacer(speed, max_rate), limit)
     summary["sink"] = sink_name
@@ -96,12 +94,6 @@ def _check_options(
         raise click.UsageError("give --speed or --max-rate, not both")
     if as_json and sink_name == "stdout":
         raise click.UsageError("--json and --sink stdout both write to stdout; use one of them")
-
-
-def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.strerror}: {exc.filename}"
-    return str(exc)
 
 
 def _make_sink(name: str, bootstrap: str | None) -> Sink:

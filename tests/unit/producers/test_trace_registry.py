@@ -91,3 +91,22 @@ def test_a_missing_reader_module_is_reported_as_not_available(monkeypatch: pytes
     monkeypatch.setattr(registry.importlib, "import_module", fake_import)
     with pytest.raises(ValueError, match="not available"):
         open_trace("google2011-usage:/tmp")
+
+
+@pytest.mark.parametrize("name", sorted(registry.SHARED_PATHS))
+def test_a_public_trace_format_without_a_path_reads_the_shared_traces(name: str, traces_dir: Path) -> None:
+    """`--trace google2011-events` alone: what a new user types first reads the traces folder's copy."""
+    alone = open_trace(name, traces_dir)
+    named = open_trace(f"{name}:{traces_dir / registry.SHARED_PATHS[name]}")
+    first = [event for _, event in zip(range(50), alone, strict=False)]
+    assert first and first == [event for _, event in zip(range(50), named, strict=False)]
+
+
+def test_a_public_trace_format_without_a_path_and_no_shared_traces_says_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="LAGGARD_TRACES_DIR") as caught:
+        open_trace("google2011-events", tmp_path)
+    assert caught.value.filename == str(tmp_path / "google2011-task-events")
+    with pytest.raises(ValueError, match="names no path"):
+        open_trace("google2011-events")  # no traces folder given: nothing to fall back on
+    with pytest.raises(ValueError, match="names no path"):
+        open_trace("alibaba2018", tmp_path)  # not among the shared traces
