@@ -1,6 +1,6 @@
 """Which predictor should the worker run? The held-out measurement behind ``prediction_method`` (issue #20).
 
-    python scripts/prediction_default.py                 # about 20 minutes on one core
+    python scripts/prediction_default.py                 # about 10 minutes on one core
     python scripts/prediction_default.py --json > out.json
 
 Families: ``select`` (Spark's rules, ``spark-node`` and ``hazard`` in shadow; which member comes first, its
