@@ -140,11 +140,13 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
     + COLUMN_HELP
     + "\n\nWith --heldout, every candidate configuration of every family (supervised and supervised-node: h's "
     "window 20/50/200 with and without the target scaler; nurd: g's learning rate 0.01/0.05 and epsilon "
-    "0.05/0.3; hazard with and without node features: p 0.3/0.5/0.7; select (Spark q0.9/m3 until hazard leads): "
-    "margin 0.05/0.1/0.2/0.3; the fixed rules spark-q0.75-m1.5, "
-    "spark-q0.9-m3, hadoop, hawkeye; elapsed-tau as a yardstick) runs over the traces, and each family's "
-    "configuration is chosen on all jobs but one and scored on that one (or all traces but one, when "
-    "--trace is given several times): the leave-one-out table.\n\n"
+    "0.05/0.3; hazard without node features, with them and with the local ones (hazard-local: the job's tasks "
+    "on the same machine, the node's window mean z): p 0.3/0.5/0.7; select (Spark's rules, spark-node and "
+    "hazard in shadow, following another member once its per-job lead is beyond z standard errors): first "
+    "member spark-q0.9-m3/spark-q0.75-m1.5/spark-node, z 0/1; the fixed rules spark-q0.75-m1.5, "
+    "spark-q0.9-m3, spark-node, node-slow, hadoop, hawkeye; elapsed-tau as a yardstick) runs over the "
+    "traces, and each family's configuration is chosen on all jobs but one and scored on that one (or all "
+    "traces but one, when --trace is given several times): the leave-one-out table.\n\n"
     "Example: laggard eval --trace google2011-usage:../shared/traces/google2011-nurd-timeseries/"
     "timeseriesspecsixtotal --methods nurd,supervised,spark",
 )

@@ -1,10 +1,9 @@
-"""The predict_stragglers agent on a real broker flags the tasks the in-process predictor flags."""
+"""The predict_stragglers agent on a real broker, running the worker's default predictor, flags the tasks the
+in-process predictor flags."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from producers.registry import open_trace
 from streams.core.events import StragglerPrediction
@@ -13,20 +12,20 @@ from streams.core.prediction.fleet import PredictorFleet
 from streams.settings import Settings
 from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
 
-JOB = "6343048076"  # 152 tasks, 819 usage windows
+# 350 tasks, 1857 usage windows. Not 6343048076 (152 tasks), which this test replayed before: the default's
+# first member, Spark's q0.9/m3 rule, flags nothing there, as it should (any flag there makes the job later).
+JOB = "6308689702"
 
 
-def test_predictions_on_kafka_match_the_in_process_predictor(
-    tmp_path: Path, traces_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Pinned to a per-job learner that this test has held for many runs. With the default ``hazard`` (it learns
-    # across jobs) one full-tier run flagged more tasks on Kafka than in-process; the cause is not found yet (one
-    # suspect: job-events and task-events are two topics, so when the JobStart is read relative to the task
-    # events can differ). Left open in issue 20's note. This test pins what the agent must do: carry a
-    # predictor's flags faithfully.
-    monkeypatch.setenv("LAGGARD_PREDICTION_METHOD", "supervised")
+def test_predictions_on_kafka_match_the_in_process_predictor(tmp_path: Path, traces_dir: Path) -> None:
+    # What a user runs: the default (select). On one job it follows its first member throughout (it moves only
+    # on ended jobs), while its other members, hazard among them, learn in shadow. An earlier run of this test
+    # with hazard as the default flagged more tasks on Kafka than in-process once (cause not found; one suspect:
+    # job-events and task-events are two topics, so when the JobStart is read relative to the task events can
+    # differ); it was pinned to the per-job ``supervised`` then.
     spec = f"google2011-usage:{traces_dir / 'google2011-nurd-timeseries' / 'timeseriesspecsixtotal' / JOB}"
     settings = Settings()
+    assert settings.prediction_method == Settings.model_fields["prediction_method"].default
     context = PredictionContext(params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
     fleet = PredictorFleet(settings.prediction_method, context)
     expected = {p.task_id for event in open_trace(spec) if (p := fleet.step(event)) is not None}
@@ -44,5 +43,4 @@ def test_predictions_on_kafka_match_the_in_process_predictor(
     assert set(flagged) == expected
     for p in predictions:
         assert p.job_id == JOB and p.method == settings.prediction_method
-        assert settings.nurd_epsilon <= p.weight <= 1.0
-        assert p.adjusted_us >= p.threshold_us > 0 and p.elapsed_us > 0
+        assert p.weight > 0 and p.elapsed_us > 0 and p.ts_us > 0

@@ -29,10 +29,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
-from streams.core.evaluation.mitigation import prepare_job
+from streams.core.evaluation import shadow
+from streams.core.evaluation.mitigation import Prepared, prepare_job
 from streams.core.evaluation.prediction import score
-from streams.core.evaluation.runner import replay_jobs
-from streams.core.evaluation.simulation import first_flags, simulate
+from streams.core.evaluation.simulation import simulate
 from streams.core.events import Event
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.registry import build_method
@@ -70,8 +70,11 @@ CANDIDATES: tuple[Candidate, ...] = (
     *_grid("nurd", "nurd", g_lr=(0.01, 0.05), nurd_epsilon=(0.05, 0.3)),
     *_grid("hazard-no-node", "hazard", node_features=(0,), hazard_p=(0.3, 0.5, 0.7)),
     *_grid("hazard", "hazard", node_features=(1,), hazard_p=(0.3, 0.5, 0.7)),
-    *_grid("select", "select", select_margin=(0.05, 0.1, 0.2, 0.3)),
+    *_grid("hazard-local", "hazard", node_features=(2,), hazard_p=(0.3, 0.5, 0.7)),
+    *_grid("select", "select", select_first=(0, 1, 2), select_z=(0, 1)),
     Candidate("spark-q0.75-m1.5", "spark-q0.75-m1.5"),
+    Candidate("spark-node", "spark-node"),
+    Candidate("node-slow", "node-slow"),
     Candidate("spark-q0.9-m3", "spark-q0.9-m3"),
     Candidate("hadoop", "hadoop"),
     Candidate("hawkeye", "hawkeye"),
@@ -105,8 +108,7 @@ def score_candidates(
     """Every candidate over every trace (``traces``: name -> job -> events); job keys are ``trace/job``."""
     table: Table = {c.label: {} for c in candidates}
     for trace, jobs in traces.items():
-        prepared = {j: p for j, p in ((j, prepare_job(e, context.initial_fraction)) for j, e in jobs.items())
-                    if not isinstance(p, str)}  # fmt: skip
+        prepared = prepare_jobs(jobs, context.initial_fraction)
         scored = {j: jobs[j] for j in prepared}
         for candidate in candidates:
             if progress:
@@ -115,16 +117,32 @@ def score_candidates(
             thresholds: dict[str, Threshold] = {
                 j: JobP90() if online else Oracle(p[0].tau_s) for j, p in prepared.items()
             }
-            runs = replay_jobs(built, scored, thresholds)
-            for job_id, (truth, tasks, pool) in prepared.items():
-                run = runs[job_id]
-                m = score(truth.durations_s, run.first_flag_elapsed_s(), truth.initial, truth.tau_s, truth.median_s)
-                flags = first_flags(run.flags)
-                outcomes = [simulate(tasks, flags, partial(random.Random(f"{seed}/{job_id}/{r}").choice, pool), None)
-                            for r in range(repeats)]  # fmt: skip
-                change = statistics.fmean(o.reduction for o in outcomes)
-                table[candidate.label][f"{trace}/{job_id}"] = Cell(m.f1_in_time or 0.0, dict(m.f1_at), m.f1, change)
+            flags = shadow.first_flags(built, scored, thresholds)
+            table[candidate.label].update(cells(trace, prepared, flags, repeats, seed))
     return table
+
+
+def prepare_jobs(jobs: Mapping[str, Sequence[Event]], initial_fraction: float) -> dict[str, Prepared]:
+    """The jobs that can be scored and simulated, prepared (``prepare_job``)."""
+    prepared = {j: prepare_job(e, initial_fraction) for j, e in jobs.items()}
+    return {j: p for j, p in prepared.items() if not isinstance(p, str)}
+
+
+def cells(
+    trace: str, prepared: Mapping[str, Prepared], flags: shadow.FirstFlags, repeats: int = 3, seed: int = 0
+) -> dict[str, Cell]:
+    """Each prepared job's cell (key ``trace/job``) from a method's first flags on it."""
+    result = {}
+    for job_id, (truth, tasks, pool) in prepared.items():
+        first = flags.get(job_id, {})
+        elapsed = {task: at / 1e6 for task, (_, at) in first.items()}
+        m = score(truth.durations_s, elapsed, truth.initial, truth.tau_s, truth.median_s)
+        when = {task: ts / 1e6 for task, (ts, _) in first.items()}
+        outcomes = [simulate(tasks, when, partial(random.Random(f"{seed}/{job_id}/{r}").choice, pool), None)
+                    for r in range(repeats)]  # fmt: skip
+        change = statistics.fmean(o.reduction for o in outcomes)
+        result[f"{trace}/{job_id}"] = Cell(m.f1_in_time or 0.0, dict(m.f1_at), m.f1, change)
+    return result
 
 
 def _with(context: PredictionContext, params: Mapping[str, float]) -> PredictionContext:

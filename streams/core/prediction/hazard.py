@@ -97,6 +97,11 @@ class HazardJob:
                 x[f"z_{name}"] = max(-_CLIP, min(_CLIP, (value - var.mean.get()) / spread))
         if self.owner.nodes:
             x.update(self.owner.evidence.features(event.node_id))
+        if self.owner.nodes > 1:
+            x.update(self.owner.evidence.local(event.node_id, event.job_id, event.ts_us / 1e6))
+            early = max(0.0, 1.0 - x["elapsed_rank"])  # node evidence matters while a flag can still pay
+            x["node_slowness_early"] = x["node_slowness"] * early
+            x["node_window_z_early"] = x["node_window_z"] * early
         return x
 
     def predict(self, event: TaskCheckpoint) -> StragglerPrediction | None:
@@ -152,7 +157,7 @@ class HazardMethod:
 
     uses_threshold = True  # labels are "straggler" against tau
 
-    def __init__(self, p: float = 0.5, nodes: bool = True, initial_fraction: float = 0.04,
+    def __init__(self, p: float = 0.5, nodes: int = 1, initial_fraction: float = 0.04,
                  classifier: Any = None, cluster: ClusterView | None = None, name: str = "hazard") -> None:  # fmt: skip
         self.p = p
         self.nodes = nodes

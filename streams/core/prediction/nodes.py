@@ -28,8 +28,12 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from river import stats
+
 from streams.core.events import Event, JobFinish, TaskFinish
 from streams.core.prediction.base import ClusterView
+
+_CLIP = 5.0
 
 
 @dataclass
@@ -38,14 +42,19 @@ class NodeEvidence:
 
     window: int = 50
     prior: float = 2.0
+    horizon_s: float = 900.0  # the recent window of ``node_window_z``
     cluster: ClusterView = field(default_factory=ClusterView)
     _nodes: dict[str, deque[float]] = field(default_factory=dict)
     _jobs: dict[str, list[float]] = field(default_factory=dict)  # each running job's finished durations, sorted
+    _logs: dict[str, stats.Var] = field(default_factory=dict)  # each running job's log durations
+    _recent: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)  # node -> (finish s, z)
+    _same: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # job -> node -> log rel durations
 
     def learn(self, event: Event) -> None:
         """A successful finish adds to its node; a job's end forgets the job's durations."""
         if isinstance(event, JobFinish):
-            self._jobs.pop(event.job_id, None)
+            for state in (self._jobs, self._logs, self._same):
+                state.pop(event.job_id, None)
             return
         if not isinstance(event, TaskFinish) or not event.succeeded:
             return
@@ -56,7 +65,16 @@ class NodeEvidence:
         ratios = self._nodes.get(event.node_id)
         if ratios is None:
             ratios = self._nodes[event.node_id] = deque(maxlen=self.window)
-        ratios.append(math.log(seconds / median))
+        relative = math.log(seconds / median)
+        ratios.append(relative)
+        self._same.setdefault(event.job_id, {}).setdefault(event.node_id, []).append(relative)
+        logs = self._logs.setdefault(event.job_id, stats.Var())
+        logs.update(math.log(seconds))
+        if logs.n > 2:
+            spread = math.sqrt(max(logs.get(), 0.0)) or 1.0
+            z = max(-_CLIP, min(_CLIP, (math.log(seconds) - logs.mean.get()) / spread))
+            recent = self._recent.setdefault(event.node_id, deque(maxlen=self.window))
+            recent.append((event.ts_us / 1e6, z))
 
     def slowness(self, node_id: str) -> float:
         """Mean log relative duration on the node, shrunk to 0 by ``prior`` healthy pseudo-tasks."""
@@ -73,11 +91,27 @@ class NodeEvidence:
             "node_listed": float(node_id in self.cluster.listed),
         }
 
+    def local(self, node_id: str, job_id: str, now_s: float) -> dict[str, float]:
+        """Fresher, narrower evidence (``hazard``'s ``node_features=2``): the mean log relative duration of
+        this job's own finished tasks on the node (the same machine, shrunk by one healthy pseudo-task), the
+        node's window mean z (its finishes of the last ``horizon_s`` seconds, each z-scored against its job's
+        log durations so far) and how many finishes that window holds."""
+        same = self._same.get(job_id, {}).get(node_id, ())
+        window = [z for at, z in self._recent.get(node_id, ()) if at >= now_s - self.horizon_s]
+        return {
+            "node_job_slowness": math.fsum(same) / (len(same) + 1.0),
+            "node_window_z": math.fsum(window) / (len(window) + 1.0),
+            "node_window_n": math.log1p(len(window)),
+        }
+
     def snapshot(self) -> dict[str, object]:
         """Plain data for a restart."""
         return {
             "nodes": {n: list(r) for n, r in self._nodes.items()},
             "jobs": {j: list(d) for j, d in self._jobs.items()},
+            "logs": dict(self._logs),
+            "recent": {n: list(r) for n, r in self._recent.items()},
+            "same": {j: {n: list(r) for n, r in nodes.items()} for j, nodes in self._same.items()},
         }
 
     def restore(self, state: object) -> None:
@@ -85,3 +119,6 @@ class NodeEvidence:
             raise ValueError("not a node evidence snapshot")
         self._nodes = {n: deque(r, maxlen=self.window) for n, r in state["nodes"].items()}
         self._jobs = {j: sorted(d) for j, d in state.get("jobs", {}).items()}
+        self._logs = dict(state.get("logs", {}))
+        self._recent = {n: deque(r, maxlen=self.window) for n, r in state.get("recent", {}).items()}
+        self._same = {j: {n: list(r) for n, r in nodes.items()} for j, nodes in state.get("same", {}).items()}

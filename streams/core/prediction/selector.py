@@ -1,26 +1,34 @@
 """``select``: run several predictors in shadow and follow the one whose flags have paid off so far.
 
 No single method wins everywhere: a classifier learned across jobs (``hazard``) is strong on a cluster of
-many alike jobs and weak on a few unlike ones, where Spark's cautious rule is better. ``SelectorMethod`` runs
-its members side by side on every event: each checkpoint is predicted by every member (in shadow), and the
-selector flags a task when the member it follows now has flagged it. Which member it follows is decided
-causally, from ended jobs only: at a job's end (its ``JobFinish``) each member's first flags on the job's
-tasks are judged as the evaluation judges them, tau the job's p90 duration and a copy taking its median: in
-time (a straggler, and a copy started at the flag would have ended first), a false positive (a flag on a
-non-straggler), late (a straggler flagged too late for a copy to win) or missed (a straggler never flagged).
-Judging earlier would be biased: a job's stragglers finish last, so a running job's tau is not known yet.
-A member's F1 in time is 2 in time / (2 in time + false positives + late + missed) over every ended job (the
-scoreboard is the method's, so a new job starts with what earlier jobs showed). The selector starts with its
-first member and moves to another only when that member's F1 in time leads the followed one's by more than
-``margin`` (hysteresis: a lead of a few tasks is noise). A source without job-end events keeps the first member.
+many alike jobs whose tasks report their progress; Spark's rules need no learning and are the better bet on
+a few unlike jobs or where tasks say nothing about themselves; ``node-slow`` wins where only the node's past
+speaks. ``SelectorMethod`` runs its members side by side on every event: each checkpoint is predicted by
+every member (in shadow), and the selector flags a task when the member it follows now has flagged it.
+Which member it follows is decided causally, from ended jobs only: at a job's end (its ``JobFinish``) each
+member's first flags on the job's tasks are judged as the evaluation judges them, tau the job's p90 duration
+and a copy taking its median: in time (a straggler, and a copy started at the flag would have ended first),
+a false positive (a flag on a non-straggler), late (a straggler flagged too late for a copy to win) or
+missed (a straggler never flagged), and the member's F1 in time on that job, 2 in time / (2 in time + false
+positives + late + missed), is recorded. Judging earlier would be biased: a job's stragglers finish last, so
+a running job's tau is not known yet.
+
+The selector starts with its first member and moves to another only when that member's lead is more than
+chance: over the ended jobs both were judged on (the latest ``memory``), the mean per-job lead of the
+challenger's F1 in time over the followed member's, less ``z`` standard errors, must exceed ``margin``, and
+at least ``min_jobs`` jobs must have ended. A lead on one job's few stragglers (which moved the first
+version of ``select`` to hazard after a single job on a cluster whose tasks report no progress, where hazard
+is weak) does not move it. The comparison is paired by job, the way the evaluation averages. A source
+without job-end events keeps the first member.
 
 >>> from streams.core.events import JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish
 >>> from streams.core.prediction.base import step
 >>> from streams.core.prediction.threshold import Oracle
 >>> from streams.core.prediction.registry import build_method, PredictionContext
 >>> members = [build_method(n, PredictionContext()) for n in ("spark-q0.9-m3", "elapsed-tau")]
->>> method = SelectorMethod(members, margin=0.1)
+>>> method = SelectorMethod(members, z=1.0, min_jobs=2)
 >>> S = 1_000_000
+>>> followed = []
 >>> for j in range(3):  # 9 tasks of 10 s and one of 100 s, run 6th: only elapsed-tau flags it
 ...     job = method.job(f"j{j}", Oracle(50.0))
 ...     _ = step(method, job, JobStart(f"j{j}", 0, declared_tasks=10))
@@ -30,14 +38,20 @@ first member and moves to another only when that member's F1 in time leads the f
 ...         _ = step(method, job, TaskFinish(f"j{j}", str(i), 0, "n", seconds * S, seconds * S, Status.SUCCEEDED))
 ...     if j < 2:
 ...         _ = step(method, job, JobFinish(f"j{j}", 200 * S))
->>> method.leader, method.board
-('elapsed-tau', {'spark-q0.9-m3': (0, 0, 0, 2), 'elapsed-tau': (2, 0, 0, 0)})
+...         followed.append(method.leader)
+>>> followed  # one job is not enough evidence (min_jobs); two jobs with the same lead are
+['spark-q0.9-m3', 'elapsed-tau']
+>>> method.board
+{'spark-q0.9-m3': (0, 0, 0, 2), 'elapsed-tau': (2, 0, 0, 0)}
 >>> step(method, job, TaskCheckpoint("j2", "5", 0, "n", 60 * S, 60 * S, {})) is None  # flagged once
 True
 """
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -123,18 +137,27 @@ def judge(durations: dict[str, float], first: dict[str, float]) -> Counts:
 
 
 class SelectorMethod:
-    """``select``: ``members`` (built methods) in shadow; follow the first until another's F1 in time so far
-    leads by more than ``margin`` (module doc)."""
+    """``select``: ``members`` (built methods) in shadow; follow the first until another one's per-job F1 in
+    time beats the followed one's with confidence (module doc).
 
-    def __init__(self, members: Sequence[PredictionMethod], margin: float = 0.1, name: str = "select") -> None:
+    A challenger is followed when, over the last ``memory`` ended jobs judged (at least ``min_jobs``), the mean
+    of its per-job F1 in time minus the followed member's, less ``z`` standard errors of that mean, exceeds
+    ``margin``; among several, the one with the largest such bound.
+    """
+
+    def __init__(self, members: Sequence[PredictionMethod], margin: float = 0.0, name: str = "select",
+                 z: float = 0.0, min_jobs: int = 1, memory: int = 200) -> None:  # fmt: skip
         if not members:
             raise ValueError("select needs at least one member")
         self.members = list(members)
         self.margin = margin
+        self.z = z
+        self.min_jobs = max(1, min_jobs)
         self.name = name
         self.uses_threshold = any(m.uses_threshold for m in members)
         self.leader_index = 0
         self._counts: list[list[int]] = [[0, 0, 0, 0] for _ in members]
+        self._scores: list[deque[float]] = [deque(maxlen=memory) for _ in members]  # per ended job, F1 in time
 
     @property
     def board(self) -> dict[str, Counts]:
@@ -146,14 +169,25 @@ class SelectorMethod:
         """The name of the member followed now."""
         return self.members[self.leader_index].name
 
+    def bound(self, challenger: int) -> float | None:
+        """Lower confidence bound of ``challenger``'s mean per-job lead over the followed member; None while
+        fewer than ``min_jobs`` jobs were judged."""
+        mine, theirs = self._scores[challenger], self._scores[self.leader_index]
+        if len(mine) < self.min_jobs:
+            return None
+        leads = [a - b for a, b in zip(mine, theirs, strict=True)]
+        spread = statistics.stdev(leads) if len(leads) > 1 else 0.0
+        return statistics.fmean(leads) - self.z * spread / math.sqrt(len(leads))
+
     def judge(self, outcomes: Sequence[Counts]) -> None:
-        """Add one ended job's counts per member; move to a member that leads by more than ``margin``."""
-        for counts, outcome in zip(self._counts, outcomes, strict=True):
+        """Add one ended job's counts per member; follow a member that leads with confidence (class doc)."""
+        for counts, scores, outcome in zip(self._counts, self._scores, outcomes, strict=True):
             for position, count in enumerate(outcome):
                 counts[position] += count
-        scores = [f1_in_time((c[0], c[1], c[2], c[3])) for c in self._counts]
-        best = max(range(len(scores)), key=scores.__getitem__)
-        if scores[best] > scores[self.leader_index] + self.margin:
+            scores.append(f1_in_time(outcome))
+        bounds = {i: b for i in range(len(self.members)) if i != self.leader_index and (b := self.bound(i)) is not None}
+        best = max(bounds, key=bounds.__getitem__, default=None)
+        if best is not None and bounds[best] > self.margin:
             self.leader_index = best
 
     def job(self, job_id: str, threshold: Threshold) -> SelectorJob:
@@ -174,7 +208,8 @@ class SelectorMethod:
     def snapshot(self) -> object:
         """Cluster-level state for a restart (``StatefulMethod``): the members' own, the board, the leader."""
         members = [m.snapshot() if isinstance(m, StatefulMethod) else None for m in self.members]
-        return {"members": members, "counts": [list(c) for c in self._counts], "leader": self.leader_index}
+        return {"members": members, "counts": [list(c) for c in self._counts], "leader": self.leader_index,
+                "scores": [list(s) for s in self._scores]}  # fmt: skip
 
     def restore(self, state: object) -> None:
         if not isinstance(state, dict) or len(state.get("members", ())) != len(self.members):
@@ -184,3 +219,6 @@ class SelectorMethod:
                 method.restore(saved)
         self._counts = [list(c) for c in state["counts"]]
         self.leader_index = int(state["leader"])
+        for scores, saved_scores in zip(self._scores, state.get("scores", [[] for _ in self.members]), strict=True):
+            scores.clear()
+            scores.extend(saved_scores)

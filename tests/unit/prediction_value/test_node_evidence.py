@@ -45,3 +45,21 @@ def test_node_slow_flags_tasks_on_the_injected_slow_nodes_without_reading_their_
     slow = set(cluster.ground_truth["slow_nodes"])
     # the 2 slow nodes of 20 run about a tenth of the tasks: by chance a tenth of the flags would land there
     assert len(flagged) > 60 and sum(node in slow for node in flagged) / len(flagged) > 0.85
+
+
+def test_local_evidence_is_the_jobs_own_tasks_on_the_machine_and_the_nodes_recent_window() -> None:
+    from streams.core.events import Status, TaskFinish
+    from streams.core.prediction.nodes import NodeEvidence
+
+    evidence = NodeEvidence(horizon_s=100.0)
+    S = 1_000_000
+    for i, (job, node, seconds, at) in enumerate([("a", "n1", 10, 10), ("a", "n2", 10, 11), ("a", "n3", 10, 12),
+                                                  ("a", "n1", 30, 40), ("b", "n2", 10, 50), ("b", "n3", 10, 51),
+                                                  ("b", "n4", 10, 52), ("b", "n2", 40, 500)]):  # fmt: skip
+        evidence.learn(TaskFinish(job, str(i), 0, node, at * S, seconds * S, Status.SUCCEEDED))
+    # job a's own slow task on n1 is evidence for a's next task there, not for job b's
+    assert evidence.local("n1", "a", 60.0)["node_job_slowness"] > 0.3
+    assert evidence.local("n1", "b", 60.0)["node_job_slowness"] == 0.0
+    # n2's slow finish at 500 s is in its recent window at 550 s; n1's at 40 s has left it by then
+    assert evidence.local("n2", "b", 550.0)["node_window_z"] > 0.3
+    assert evidence.local("n1", "b", 550.0) == {"node_job_slowness": 0.0, "node_window_z": 0.0, "node_window_n": 0.0}

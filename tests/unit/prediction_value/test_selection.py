@@ -44,7 +44,8 @@ def test_groups_hold_out_whole_traces_and_yardsticks_are_never_chosen() -> None:
 
 def test_the_candidates_cover_the_issue_grid() -> None:
     families = {c.family for c in CANDIDATES}
-    assert {"supervised", "supervised-node", "nurd", "hazard", "hazard-no-node", "spark-q0.75-m1.5"} <= families
+    assert {"supervised", "supervised-node", "nurd", "hazard", "hazard-no-node", "hazard-local", "select",
+            "spark-q0.75-m1.5", "spark-node"} <= families
     windows = {c.params.get("h_window") for c in CANDIDATES if c.family == "supervised"}
     assert windows == {20, 50, 200} and len({c.label for c in CANDIDATES}) == len(CANDIDATES)
 
