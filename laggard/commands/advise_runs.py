@@ -122,12 +122,11 @@ Choice = tuple[str, float | dict[str, float], list[Any], str, Knobs]  # label, t
 
 
 def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
-    """The label, thresholds and running budget (off, on, ranked), chosen on the tuning clusters alone: for
-    each candidate label, the largest of the clusters' own budget thresholds (so the budget holds on every
-    one), then per type when ``per_type``; with ``refusal_budget`` on or auto, also the lower thresholds that
-    do best behind the running budget (``choose_with_budget``); with ranked or auto, the ranked budget's
-    safety and window and its floors (``_choose_ranked``). What avoids most stragglers on the worst tuning
-    cluster wins (then the mean); the knobs returned carry the ranked budget's choice."""
+    """The label, thresholds and running budget (off, on, ranked, escalate), chosen on the tuning clusters
+    alone: for each candidate label, the largest of the clusters' own budget thresholds (so the budget holds
+    on every one), then per type when ``per_type``; then, for each running budget ``refusal_budget`` names
+    (auto: all), its chooser in ``CHOOSERS`` (its thresholds behind it, and its knobs). What avoids most
+    stragglers on the worst tuning cluster wins (then the mean); the knobs returned carry the winner's."""
     best: tuple[Any, str, float | dict[str, float], str, Knobs] | None = None
     table: list[Any] = []
     modes = {"off": ("off",), "on": ("on",), "ranked": ("ranked",), "escalate": ("escalate",),
@@ -146,35 +145,26 @@ def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
                       "worst_avoided": found and found[0], "mean_avoided": found and found[1]})  # fmt: skip
         if "off" in wanted and found is not None and (best is None or found > best[0]):
             best = (found, target, limits, "off", knobs)
-        if "on" in wanted:
-            with_budget = choose_with_budget(runs, knobs.make_budget, start)
-            if with_budget is not None:
-                lower, score = with_budget
-                table.append({"target": target, "refusal_budget": "on", "thresholds": lower,
-                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
+        for mode, chooser in CHOOSERS.items():
+            if mode not in wanted:
+                continue
+            chosen = chooser(runs, knobs, start)
+            if chosen is not None:
+                limits_behind, score, tuned = chosen
+                table.append({"target": target, "refusal_budget": mode, "thresholds": limits_behind,
+                              **ROW_KNOBS[mode](tuned), "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
                 if best is None or score > best[0]:
-                    best = (score, target, lower, "on", knobs)
-        if "ranked" in wanted:
-            ranked = _choose_ranked(runs, knobs, start)
-            if ranked is not None:
-                floors, score, tuned = ranked
-                table.append({"target": target, "refusal_budget": "ranked", "thresholds": floors,
-                              "rank_safety": tuned.rank_safety, "rank_window": tuned.rank_window,
-                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
-                if best is None or score > best[0]:
-                    best = (score, target, floors, "ranked", tuned)
-        if "escalate" in wanted:
-            escalating = _choose_escalating(runs, knobs, start)
-            if escalating is not None:
-                floors, score, tuned = escalating
-                table.append({"target": target, "refusal_budget": "escalate", "thresholds": floors,
-                              "slope": tuned.slope, "window": tuned.rank_window,
-                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
-                if best is None or score > best[0]:
-                    best = (score, target, floors, "escalate", tuned)
+                    best = (score, target, limits_behind, mode, tuned)
     if best is None:
         raise UserError(f"no threshold keeps the refusal budget {knobs.budget} on every tuning seed")
     return best[1], best[2], table, best[3], best[4]
+
+
+def _choose_budget(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
+                   ) -> tuple[dict[str, float], tuple[float, float], Knobs] | None:  # fmt: skip
+    """The first-come budget's thresholds (``choose_with_budget``: lowered from ``start``, then per type)."""
+    found = choose_with_budget(runs, knobs.make_budget, start)
+    return None if found is None else (found[0], found[1], knobs)
 
 
 def _choose_escalating(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
@@ -209,6 +199,17 @@ def _choose_ranked(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
     if floors is None or floors[1] <= best[0]:
         return best[1], best[0], best[2]
     return floors[0], floors[1], best[2]
+
+
+Chooser = Callable[[list[TuningRun], Knobs, dict[str, float]],
+                   tuple[dict[str, float], tuple[float, float], Knobs] | None]  # fmt: skip
+# the running budgets tried on the tuning runs, in this order, and the knobs each adds to its tuning table row
+CHOOSERS: dict[str, Chooser] = {"on": _choose_budget, "ranked": _choose_ranked, "escalate": _choose_escalating}
+ROW_KNOBS: dict[str, Callable[[Knobs], dict[str, Any]]] = {
+    "on": lambda knobs: {},
+    "ranked": lambda knobs: {"rank_safety": knobs.rank_safety, "rank_window": knobs.rank_window},
+    "escalate": lambda knobs: {"slope": knobs.slope, "window": knobs.rank_window},
+}
 
 
 def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str, Any]:
