@@ -212,12 +212,21 @@ def parse_threshold(text: str) -> tuple[float, dict[str, float]]:
     return default, per_type
 
 
-def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str) -> tuple[Adviser, NodeStatusTracker, int]:
+def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
+                  target: str = "z") -> tuple[Adviser, NodeStatusTracker, int]:  # fmt: skip
     default, per_type = parse_threshold(threshold)
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)
-    return Adviser(train_all(samples, depth, min_leaf), default, thresholds=per_type), tracker, end_us
+    trees = train_all(samples, depth, min_leaf, target)
+    return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us
+
+
+def target_option(command: Any) -> Any:
+    """``--target``: what the trees learn, so ``--threshold`` can be eval's choice for that label."""
+    return click.option("--target", type=click.Choice(["z", "p"]), default="z", show_default=True,
+                        help="the trees' label: z in the job (threshold on expected z), or p, straggler or not "
+                             "(threshold on the chance of straggling, as advise eval chooses it)")(command)
 
 
 @advise.command("query", epilog=formats_epilog())
@@ -225,7 +234,9 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str) -> tuple
 @click.option("--node", required=True, help="the node asked about")
 @click.option("--type", "task_type", default="all", show_default=True, help="the task's type")
 @click.option("--threshold", default="1.0", show_default=True,
-              help="avoid above this expected z; per type as TYPE=Z,... (e.g. eval's choice: compute=0.37,memory=1.02)")
+              help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
+                   "--target p --threshold compute=0.30,memory=0.41)")
+@target_option
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path), help="a file adapter's blacklist")
@@ -234,7 +245,7 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str) -> tuple
               help="the refusal budget's window, read before (when it exists; its share and window win) and "
                    "written after this query, so a series of queries shares one budget")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
-def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | None, memory: float | None,
+def query(spec: str, node: str, task_type: str, threshold: str, target: str, cpu: float | None, memory: float | None,
           blacklist: Path | None, budget_share: float, budget_window: str, budget_state: Path | None,
           as_json: bool) -> None:  # fmt: skip
     """One advice (one placement): allow or avoid NODE for a task of TYPE, on the node's status at the trace's
@@ -247,7 +258,7 @@ def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | Non
             budget = RefusalBudget.restore(orjson.loads(budget_state.read_bytes()))
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
-    adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
+    adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
     adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
     advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
     if budget_state is not None and budget is not None:
@@ -265,7 +276,9 @@ def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | Non
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True)
 @click.option("--threshold", default="1.0", show_default=True,
-              help="avoid above this expected z; per type as TYPE=Z,... (e.g. eval's choice: compute=0.37,memory=1.02)")
+              help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
+                   "--target p --threshold compute=0.30,memory=0.41)")
+@target_option
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
               help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
 @click.option("--kafka", "live", is_flag=True,
@@ -276,7 +289,7 @@ def query(spec: str, node: str, task_type: str, threshold: str, cpu: float | Non
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
 @budget_options
-def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | None, live: bool,
+def serve(spec: str, host: str, port: int, threshold: str, target: str, blacklist: Path | None, live: bool,
           bootstrap: str | None, state_file: Path | None, metrics_port: int | None, budget_share: float,
           budget_window: str) -> None:  # fmt: skip
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
@@ -288,7 +301,7 @@ def serve(spec: str, host: str, port: int, threshold: str, blacklist: Path | Non
         raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
     budget = make_budget(budget_share, budget_window)
-    adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold)
+    adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
     adviser.budget = budget
     lock = None
     health = serve_health(settings)

@@ -347,9 +347,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def train_all(samples: list[Sample], depth: int, min_leaf: int) -> CartTrees:
-    """CART per type on every labelled placement of the trace (for advice, trees and serving)."""
+def train_all(samples: list[Sample], depth: int, min_leaf: int, target: str = "z") -> CartTrees:
+    """CART per type on every labelled placement of the trace (for advice, trees and serving), learning
+    ``target`` (z, ratio, or p: straggler or not; ``relabel``)."""
     cart = CartTrees(depth, min_leaf)
+    samples = relabel(samples, target)
     for kind in sorted({s.task_type for s in samples}):
         chosen = [s for s in samples if s.task_type == kind]
         if len(chosen) >= 2 * min_leaf:
