@@ -49,8 +49,8 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
                                       "--type", "compute", "--threshold", "0.5,compute=-99", "--json"])  # fmt: skip
     answer = json.loads(strict.stdout)
     assert answer["verdict"] == "avoid" and answer["threshold"] == -99  # the type's own threshold, not the default
-    chance = CliRunner().invoke(cli, ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04",
-                                      "--type", "compute", "--target", "p", "--threshold", "compute=1.0", "--json"])  # fmt: skip
+    chance = CliRunner().invoke(cli, ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04", "--type",
+                                      "compute", "--target", "p", "--threshold", "compute=1.0", "--json"])  # fmt: skip
     answer = json.loads(chance.stdout)  # a chance of straggling is never above 1: nothing is avoided
     assert answer["verdict"] == "allow" and "straggling chance" in answer["reason"]
     assert 0.0 <= answer["expected_z"] <= 1.0
