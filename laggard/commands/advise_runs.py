@@ -32,7 +32,14 @@ from streams.core.avoidance.evaluation import (
 )
 from streams.core.avoidance.ranked import DEFAULT_RANK_WINDOW, DEFAULT_SAFETY, EscalatingBudget, RankedBudget
 from streams.core.avoidance.status import NodeStatusTracker
-from streams.core.avoidance.thresholds import TuningRun, choose_per_type, choose_with_budget, objective, relabel
+from streams.core.avoidance.thresholds import (
+    TuningRun,
+    choose_most_passing,
+    choose_per_type,
+    choose_with_budget,
+    objective,
+    relabel,
+)
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Metrics
 
 US_PER_H = 3_600_000_000
@@ -49,8 +56,9 @@ class Knobs:
     ratio: float = 1.5  # a straggler takes at least this times its job's median (the paper's definition)
     learn_hours: float = 1.0
     repeats: int = 5
-    targets: tuple[str, ...] = ("z",)  # labels the trees may learn; with several, chosen on the tuning seeds
+    targets: tuple[str, ...] = ("p",)  # labels the trees may learn; with several, chosen on the tuning seeds
     per_type: bool = True  # a threshold per task type (chosen on the tuning seeds), else one for all
+    rule: str = "passing"  # per-type thresholds: most tuning seeds meeting the acceptance, or "worst" seed's avoided
     refusal_budget: str = "off"  # on, off, ranked, escalate, or auto: the best on the tuning seeds' worst
     budget_share: float = DEFAULT_SHARE  # the running budget: share of the window's placements refused at most
     budget_window: str = str(DEFAULT_WINDOW)  # placements (1000) or event time (2h, 30m)
@@ -106,7 +114,7 @@ def _scored(samples: list[Sample], learn_hours: float) -> list[bool]:
 
 def _predict(samples: list[Sample], knobs: Knobs, target: str = "z") -> list[float | None]:
     trees = CartTrees(knobs.depth, knobs.min_leaf)
-    return prequential_cart(relabel(samples, target), round(knobs.period_s * 1e6), trees)
+    return prequential_cart(relabel(samples, target, knobs.ratio), round(knobs.period_s * 1e6), trees)
 
 
 def _tuning_run(samples: list[Sample], knobs: Knobs, target: str) -> TuningRun:
@@ -122,12 +130,14 @@ Choice = tuple[str, float | dict[str, float], list[Any], str, Knobs]  # label, t
 
 
 def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
-    """The label, thresholds and running budget (off, on, ranked), chosen on the tuning clusters alone: for
-    each candidate label, the largest of the clusters' own budget thresholds (so the budget holds on every
-    one), then per type when ``per_type``; with ``refusal_budget`` on or auto, also the lower thresholds that
-    do best behind the running budget (``choose_with_budget``); with ranked or auto, the ranked budget's
-    safety and window and its floors (``_choose_ranked``). What avoids most stragglers on the worst tuning
-    cluster wins (then the mean); the knobs returned carry the ranked budget's choice."""
+    """The label, thresholds and running budget (off, on, ranked, escalate), chosen on the tuning clusters
+    alone: for each candidate label, the largest of the clusters' own budget thresholds (so the budget holds
+    on every one), then per type when ``per_type`` (rule ``worst``: the worst cluster's avoided share under
+    the budget on every cluster; rule ``passing``: then moved to meet the acceptance on the most clusters,
+    ``choose_most_passing``); then, for each running budget ``refusal_budget`` names (auto: all), its chooser
+    in ``CHOOSERS`` (its thresholds behind it, and its knobs), starting from the ``worst`` rule's thresholds.
+    What avoids most stragglers on the worst tuning cluster wins (then the mean); the knobs returned carry
+    the winner's."""
     best: tuple[Any, str, float | dict[str, float], str, Knobs] | None = None
     table: list[Any] = []
     modes = {"off": ("off",), "on": ("on",), "ranked": ("ranked",), "escalate": ("escalate",),
@@ -142,39 +152,34 @@ def choose_on_tuning(tuning: list[list[Sample]], knobs: Knobs) -> Choice:
         kinds = sorted({k for run in runs for k in run.task_types})
         start = limits if isinstance(limits, dict) else dict.fromkeys(kinds, single)
         found = objective(runs, start, knobs.budget)
-        table.append({"target": target, "refusal_budget": "off", "thresholds": limits,
-                      "worst_avoided": found and found[0], "mean_avoided": found and found[1]})  # fmt: skip
+        row: dict[str, Any] = {"target": target, "refusal_budget": "off", "thresholds": limits}
+        if knobs.per_type and knobs.rule == "passing":
+            limits, passing = choose_most_passing(runs, knobs.budget, start)
+            found = (passing[1], passing[2])  # worst seed's standing (minus its refused share when over), mean
+            row |= {"thresholds": limits, "passing": passing[0], "of": len(runs)}
+        table.append(row | {"worst_avoided": found and found[0], "mean_avoided": found and found[1]})
         if "off" in wanted and found is not None and (best is None or found > best[0]):
             best = (found, target, limits, "off", knobs)
-        if "on" in wanted:
-            with_budget = choose_with_budget(runs, knobs.make_budget, start)
-            if with_budget is not None:
-                lower, score = with_budget
-                table.append({"target": target, "refusal_budget": "on", "thresholds": lower,
-                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
+        for mode, chooser in CHOOSERS.items():
+            if mode not in wanted:
+                continue
+            chosen = chooser(runs, knobs, start)
+            if chosen is not None:
+                limits_behind, score, tuned = chosen
+                row = {"target": target, "refusal_budget": mode, "thresholds": limits_behind, **ROW_KNOBS[mode](tuned)}
+                table.append(row | {"worst_avoided": score[0], "mean_avoided": score[1]})
                 if best is None or score > best[0]:
-                    best = (score, target, lower, "on", knobs)
-        if "ranked" in wanted:
-            ranked = _choose_ranked(runs, knobs, start)
-            if ranked is not None:
-                floors, score, tuned = ranked
-                table.append({"target": target, "refusal_budget": "ranked", "thresholds": floors,
-                              "rank_safety": tuned.rank_safety, "rank_window": tuned.rank_window,
-                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
-                if best is None or score > best[0]:
-                    best = (score, target, floors, "ranked", tuned)
-        if "escalate" in wanted:
-            escalating = _choose_escalating(runs, knobs, start)
-            if escalating is not None:
-                floors, score, tuned = escalating
-                table.append({"target": target, "refusal_budget": "escalate", "thresholds": floors,
-                              "slope": tuned.slope, "window": tuned.rank_window,
-                              "worst_avoided": score[0], "mean_avoided": score[1]})  # fmt: skip
-                if best is None or score > best[0]:
-                    best = (score, target, floors, "escalate", tuned)
+                    best = (score, target, limits_behind, mode, tuned)
     if best is None:
         raise UserError(f"no threshold keeps the refusal budget {knobs.budget} on every tuning seed")
     return best[1], best[2], table, best[3], best[4]
+
+
+def _choose_budget(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
+                   ) -> tuple[dict[str, float], tuple[float, float], Knobs] | None:  # fmt: skip
+    """The first-come budget's thresholds (``choose_with_budget``: lowered from ``start``, then per type)."""
+    found = choose_with_budget(runs, knobs.make_budget, start)
+    return None if found is None else (found[0], found[1], knobs)
 
 
 def _choose_escalating(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
@@ -211,6 +216,17 @@ def _choose_ranked(runs: list[TuningRun], knobs: Knobs, start: dict[str, float],
     return floors[0], floors[1], best[2]
 
 
+Chooser = Callable[[list[TuningRun], Knobs, dict[str, float]],
+                   tuple[dict[str, float], tuple[float, float], Knobs] | None]  # fmt: skip
+# the running budgets tried on the tuning runs, in this order, and the knobs each adds to its tuning table row
+CHOOSERS: dict[str, Chooser] = {"on": _choose_budget, "ranked": _choose_ranked, "escalate": _choose_escalating}
+ROW_KNOBS: dict[str, Callable[[Knobs], dict[str, Any]]] = {
+    "on": lambda knobs: {},
+    "ranked": lambda knobs: {"rank_safety": knobs.rank_safety, "rank_window": knobs.rank_window},
+    "escalate": lambda knobs: {"slope": knobs.slope, "window": knobs.rank_window},
+}
+
+
 def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str, Any]:
     return {
         "run": name, "threshold": score.threshold, "placements": score.placements, "refused": score.refused,
@@ -219,7 +235,16 @@ def _score_row(name: str, score: AdviceScore, z_score: AdviceScore) -> dict[str,
         "jobs_touched": score.jobs_touched, "jct_reduction": score.jct_reduction,
         "null_jct_reduction": score.null_reduction, "stragglers_z1": z_score.stragglers,
         "avoided_share_z1": z_score.avoided_share,
+        "jct_saved_vs_null": None if score.jct_reduction is None else score.jct_reduction - (score.null_reduction or 0),
+        "acceptance": _acceptance(score),
     }  # fmt: skip
+
+
+def _acceptance(score: AdviceScore) -> dict[str, bool]:
+    """Issue 17's acceptance on one run: at least half the stragglers avoided, at most a tenth of placements
+    refused, and more job time saved than as many random refusals save."""
+    return {"avoided_at_least_half": score.avoided_share >= 0.5, "refused_at_most_tenth": score.refused_share <= 0.1,
+            "jct_beats_null": (score.jct_reduction or 0.0) > (score.null_reduction or 0.0)}  # fmt: skip
 
 
 def _assess_both(samples: list[Sample], predictions: list[float | None], threshold: float | dict[str, float],
@@ -316,17 +341,17 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
     keys = ("refused_share", "avoided_share", "null_avoided_share", "jct_reduction", "null_jct_reduction")
     result: dict[str, Any] = {key: mean(key) for key in keys}
-    result["acceptance"] = {
-        "avoided_at_least_half": all(r["avoided_share"] >= 0.5 for r in rows),
-        "refused_at_most_tenth": all(r["refused_share"] <= 0.1 for r in rows),
-        "jct_beats_null": all((r["jct_reduction"] or 0) > (r["null_jct_reduction"] or 0) for r in rows),
-    }
+    checks = ("avoided_at_least_half", "refused_at_most_tenth", "jct_beats_null")
+    result["acceptance"] = {check: all(r["acceptance"][check] for r in rows) for check in checks}
+    result["runs_meeting_all"] = sum(all(r["acceptance"].values()) for r in rows)
     return result
 
 
-def train_all(samples: list[Sample], depth: int, min_leaf: int) -> CartTrees:
-    """CART per type on every labelled placement of the trace (for advice, trees and serving)."""
+def train_all(samples: list[Sample], depth: int, min_leaf: int, target: str = "z") -> CartTrees:
+    """CART per type on every labelled placement of the trace (for advice, trees and serving), learning
+    ``target`` (z, ratio, or p: straggler or not; ``relabel``)."""
     cart = CartTrees(depth, min_leaf)
+    samples = relabel(samples, target)
     for kind in sorted({s.task_type for s in samples}):
         chosen = [s for s in samples if s.task_type == kind]
         if len(chosen) >= 2 * min_leaf:

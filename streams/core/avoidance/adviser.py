@@ -18,6 +18,13 @@ where the task is expected to run well below its job's mean, 0 at or beyond the 
 ('avoid', 'running tasks 14 > 10.5: expected z +1.40 > +1.00')
 >>> adviser.advise("n7", "map", NodeStatus("n7", 0, running=3)).reason
 'running tasks 3 <= 10.5: expected z +0.00 <= +1.00'
+
+Trees that learned the straggler label (``label="p"``, ``thresholds.relabel``) predict a probability:
+
+>>> chance = CartTrees(max_depth=1, min_samples_leaf=1)
+>>> chance.fit("map", [{"running": float(r)} for r in range(20)], [0.0] * 11 + [1.0] * 9)
+>>> Adviser(chance, 0.3, label="p").advise("n7", "map", NodeStatus("n7", 0, running=14)).reason
+'running tasks 14 > 10.5: straggling chance 1.00 > 0.30'
 >>> Adviser(trees, 1.0, listed={"n7"}).advise("n7", "map", NodeStatus("n7", 0, running=3)).reason
 'n7 is on the blacklist'
 
@@ -86,8 +93,9 @@ class Adviser:
 
     def __init__(self, trees: CartTrees, threshold: float = 1.0, listed: Collection[str] = frozenset(),
                  thresholds: Mapping[str, float] | None = None,
-                 budget: RefusalBudget | None = None) -> None:  # fmt: skip
+                 budget: RefusalBudget | None = None, label: str = "z") -> None:  # fmt: skip
         self.trees, self.threshold, self.listed, self.budget = trees, threshold, frozenset(listed), budget
+        self.label = label  # what the trees predict: z in the job, or p (the chance of straggling)
         self.thresholds = dict(thresholds or {})  # per task type, chosen on tuning clusters; else ``threshold``
 
     def threshold_for(self, task_type: str) -> float:
@@ -113,7 +121,10 @@ class Adviser:
         path = tuple(self.trees.path(task_type, x))
         avoid = expected > limit
         words = path_words(path) or "a tree with one leaf"
-        reason = f"{words}: expected z {expected:+.2f} {'>' if avoid else '<='} {limit:+.2f}"
+        if self.label == "p":
+            reason = f"{words}: straggling chance {expected:.2f} {'>' if avoid else '<='} {limit:.2f}"
+        else:
+            reason = f"{words}: expected {self.label} {expected:+.2f} {'>' if avoid else '<='} {limit:+.2f}"
         return Advice(node_id, task_type, "avoid" if avoid else "allow", expected, limit, path, False, reason)
 
     def place(self, node_id: str, task_type: str, snapshot: NodeStatus, cpu_request: float | None = None,

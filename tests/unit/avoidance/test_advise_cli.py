@@ -14,20 +14,29 @@ SMALL = "synthetic:nodes=20,slow=0,jobs=60,shape=6,interarrival=45,load=2"
 
 def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> None:
     args = ["--seeds", "1-2", "--tune-seeds", "9", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1",
-            "--targets", "z,ratio"]
+            "--targets", "z,p"]
     result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args, "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert [run["run"] for run in document["runs"]] == ["seed=1", "seed=2"]
     assert {"refused_share", "avoided_share", "jct_reduction", "null_jct_reduction"} <= set(document["runs"][0])
     fixed = [row["target"] for row in document["tuning"] if row["refusal_budget"] == "off"]
-    assert document["target"] in ("z", "ratio") and fixed == ["z", "ratio"]
+    assert document["target"] in ("z", "p") and fixed == ["z", "p"]
     if document["refusal_budget"] is not None:  # auto chose the running budget: it won on the tuning seed
         assert document["refusal_budget"]["share"] == 0.1
         assert all(run["refused_share"] <= 0.1 for run in document["runs"])
     assert set(document["threshold"]) == {"compute", "memory"}  # one threshold per task type
     assert set(document["summary"]["acceptance"]) == {"avoided_at_least_half", "refused_at_most_tenth",
                                                       "jct_beats_null"}  # fmt: skip
+    for run in document["runs"]:  # the acceptance reads off each seed: avoided, refused, job time against the null
+        assert run["acceptance"]["refused_at_most_tenth"] == (run["refused_share"] <= 0.1)
+        assert run["acceptance"]["avoided_at_least_half"] == (run["avoided_share"] >= 0.5)
+        if run["jct_reduction"] is not None:
+            saved = run["jct_reduction"] - (run["null_jct_reduction"] or 0)
+            assert abs(run["jct_saved_vs_null"] - saved) < 1e-12
+            assert run["acceptance"]["jct_beats_null"] == (saved > 0)
+    meeting = sum(all(run["acceptance"].values()) for run in document["runs"])
+    assert document["summary"]["runs_meeting_all"] == meeting
 
 
 def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
@@ -40,6 +49,11 @@ def test_query_explains_its_verdict_and_tree_prints_a_tree() -> None:
                                       "--type", "compute", "--threshold", "0.5,compute=-99", "--json"])  # fmt: skip
     answer = json.loads(strict.stdout)
     assert answer["verdict"] == "avoid" and answer["threshold"] == -99  # the type's own threshold, not the default
+    chance = CliRunner().invoke(cli, ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04", "--type",
+                                      "compute", "--target", "p", "--threshold", "compute=1.0", "--json"])  # fmt: skip
+    answer = json.loads(chance.stdout)  # a chance of straggling is never above 1: nothing is avoided
+    assert answer["verdict"] == "allow" and "straggling chance" in answer["reason"]
+    assert 0.0 <= answer["expected_z"] <= 1.0
     tree = CliRunner().invoke(cli, ["advise", "tree", "--trace", f"{SMALL},seed=3", "--type", "memory"])
     assert tree.exit_code == 0 and "|---" in tree.stdout
 
