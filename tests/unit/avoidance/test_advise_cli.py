@@ -26,8 +26,10 @@ def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> N
         assert document["refusal_budget"]["share"] == 0.1
         assert all(run["refused_share"] <= 0.1 for run in document["runs"])
     assert set(document["threshold"]) == {"compute", "memory"}  # one threshold per task type
-    assert set(document["summary"]["acceptance"]) == {"avoided_at_least_half", "refused_at_most_tenth",
-                                                      "jct_beats_null"}  # fmt: skip
+    checks = {"avoided_at_least_half", "refused_at_most_tenth", "jct_beats_null"}
+    summary = document["summary"]
+    assert set(summary["acceptance_every_run"]) == set(summary["acceptance_of_means"]) == checks
+    assert summary["acceptance_of_means"]["avoided_at_least_half"] == (summary["avoided_share"] >= 0.5)
     for run in document["runs"]:  # the acceptance reads off each seed: avoided, refused, job time against the null
         assert run["acceptance"]["refused_at_most_tenth"] == (run["refused_share"] <= 0.1)
         assert run["acceptance"]["avoided_at_least_half"] == (run["avoided_share"] >= 0.5)
