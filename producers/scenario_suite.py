@@ -42,6 +42,14 @@ _SUITE = (
              nodes=100, rate=60, hours=5, faults=(Fault(3, 2.0, onset_h=1, recovery_h=4, on_min=30, off_min=30),)),
     Scenario("gradual-3x", "3 of 100 nodes degrade from 1x to 3x over 2 h from 1 h on (never recover)",
              nodes=100, rate=60, hours=5, faults=(Fault(3, 3.0, onset_h=1, ramp_h=2),)),
+    Scenario("healthy-dense-24h", "100 equal nodes, 24 h, 60 tasks/node/h: chance listings at the cpu-2x scenario's "
+             "task rate (the fast scales' levels were chosen on it, seeds 101-105)", nodes=100, rate=60, hours=24,
+             tags=("healthy", "dense")),
+    Scenario("cpu-2x-200n", "4 of 200 nodes 2x slow from 1 h to 3 h, 45 tasks/node/h (not tuned on: another size "
+             "and rate)", nodes=200, rate=45, hours=4, faults=(Fault(4, 2.0, onset_h=1, recovery_h=3),),
+             tags=("unseen",)),
+    Scenario("hetero-45-12h", "200 healthy nodes of three generations (0.95x, 1x, 1.05x), 12 h, 45 tasks/node/h "
+             "(not tuned on)", nodes=200, rate=45, hours=12, hardware=(0.95, 1.0, 1.05), tags=("healthy", "unseen")),
     Scenario("over-cap-2x", "20 of 100 nodes 2x slow from 1 h to 3 h: twice what the 10 % cap allows",
              nodes=100, rate=60, hours=4, faults=(Fault(20, 2.0, onset_h=1, recovery_h=3),)),
 )

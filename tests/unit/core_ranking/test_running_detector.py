@@ -142,3 +142,35 @@ def test_progress_reports_are_evidence_before_a_slow_nodes_tasks_finish() -> Non
     with_reports, without = run(events + reports), run(events)
     for minute in (65, 70):  # 5 and 10 minutes after the onset its evidence is stronger with progress reports
         assert with_reports[minute // 5 - 1]["n03"].score > without[minute // 5 - 1]["n03"].score + 0.1
+
+
+def every_minute(det: RunningTaskDetector, events: list[Event], last: int) -> list[dict]:
+    out, i = [], 0
+    for end in range(1, last + 1):
+        while i < len(events) and events[i].ts_us < end * MIN:
+            observe_task(det, events[i])
+            i += 1
+        out.append(dict(det.detect(WindowView(end * MIN - 60 * MIN, end * MIN, {}))))
+    return out
+
+
+def test_the_running_policy_at_a_1_min_period_lists_a_2x_node_sooner_than_one_15_min_window() -> None:
+    # The policy's scan over 10-20 min scales finds a 2x node in fewer minutes after its onset than the single
+    # 15-min scale it replaced, looked at just as often; neither suspects a healthy node.
+    from streams.core.detection.registry import running_detector
+    from streams.core.ranking_config import RankingConfig
+
+    def first_found(det: RunningTaskDetector, seed: int) -> int:
+        rng = random.Random(seed)
+        events = sorted(cluster(range(0, 90), {}, rng) + cluster(range(90, 150), {"n07": 2.0}, rng),
+                        key=lambda e: e.ts_us)
+        found = every_minute(det, events, 150)
+        assert not any(e.suspect for period in found for n, e in period.items() if n != "n07")
+        return next(k + 1 for k, period in enumerate(found) if "n07" in period and period["n07"].suspect) - 90
+
+    policy = running_detector(RankingConfig(period_us=MIN))
+    assert policy.z_release == 2.5 and running_detector(RankingConfig()).z_release == 1.5
+    scan = [first_found(running_detector(RankingConfig(period_us=MIN)), seed) for seed in range(10, 16)]
+    single = [first_found(RunningTaskDetector((Scale(15 * MIN, 4.3), Scale(60 * MIN, 4.6)), z_list=4.6), seed)
+              for seed in range(10, 16)]
+    assert sum(scan) < sum(single) and all(a <= b for a, b in zip(scan, single, strict=True))
