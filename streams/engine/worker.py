@@ -2,9 +2,9 @@
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
 checkpoint is due: wait for the broker's acknowledgement of every output so far, write the checkpoints, wait
-for theirs, then commit the offsets they cover. Everything happens on one thread, so a rebalance (which
-kafka-python runs inside ``poll``, calling the listener) never meets a batch half done, and records fetched
-before it are not processed after it: the consumer drops fetches for partitions it no longer holds or at
+for theirs, then commit the offsets they cover. One thing happens at a time: a rebalance (kafka-python runs it
+inside ``poll``, calling the listener from its IO thread while ``poll`` waits) never meets a batch half done, and
+records fetched before it are not processed after it: the consumer drops fetches for partitions it no longer holds or at
 positions the assignment sought away from, and the loop skips whatever it holds no state for.
 
 On assignment each state is restored from its checkpoint (the latest on the engine's compacted topic) and its
@@ -16,12 +16,13 @@ with a last checkpoint and a clean leave from the group.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import signal
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kafka import ConsumerRebalanceListener
@@ -64,6 +65,7 @@ class DirectWorker:
         self.assigned: frozenset[TopicPartition] = frozenset()
         self.stopping = False
         self.ready = False
+        self.in_listener = False  # a rebalance callback runs (kafka-python calls it from its IO thread)
         self._committed: dict[TopicPartition, int] = {}
         self._readers = self._reader_counters()
         self._idle_every_s = max(0.5, settings.idle_stream_timeout_s / 4)
@@ -187,7 +189,10 @@ class DirectWorker:
         if not offsets:
             return
         try:
-            self.consumer.commit(offsets)
+            if self.in_listener:  # on kafka-python's IO thread, where a blocking commit is refused: queue it
+                self.consumer.commit_async(offsets)
+            else:
+                self.consumer.commit(offsets)
             self._committed.update({tp: meta.offset for tp, meta in offsets.items()})
         except (CommitFailedError, KafkaError) as exc:  # the checkpoints stand; the next commit catches up
             log.warning("offset commit failed (%s); the checkpoints stand", exc)
@@ -260,11 +265,21 @@ class Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-pytho
         self.worker = worker
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        self.worker.revoked()
+        with self.inside():
+            self.worker.revoked()
 
     def on_partitions_assigned(self, assigned: Any) -> None:
-        self.worker.assigned_now(set(assigned))
+        with self.inside():
+            self.worker.assigned_now(set(assigned))
 
     def on_partitions_lost(self, lost: Any) -> None:
         log.warning("the group dropped this worker; forgetting %d partitions without a checkpoint", len(lost))
         self.worker.forget()
+
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[None]:
+        self.worker.in_listener = True
+        try:
+            yield
+        finally:
+            self.worker.in_listener = False
