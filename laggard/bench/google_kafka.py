@@ -8,7 +8,10 @@ the chosen engine, and ``laggard replay`` of the trace into it, and waits for th
 result's final version. Times are from the replay's start to the broker's append time of that snapshot. One
 JSON document on stdout; progress on stderr.
 
-    python -m laggard.bench.google_kafka [direct|faust] [--prediction off]
+    python -m laggard.bench.google_kafka [direct|faust] [--prediction off] [--expected FILE]
+
+With ``--expected FILE`` the in-process result is kept in FILE (and read from it when it exists), so the
+in-process run can be done once, ahead, e.g. ``--in-process-only --expected FILE``.
 """
 
 from __future__ import annotations
@@ -101,12 +104,23 @@ def main(argv: list[str]) -> None:
     spec = google_events_spec(settings)
     os.environ.update({f"LAGGARD_{k.upper()}": str(v) for k, v in overrides.items()})  # the worker's too
     load_start = os.getloadavg()
-    say("in-process run (laggard run's pipeline, 4 partitions, no end-of-trace flush)")
-    expected, local_s, events = in_process(settings, spec)
+    cache = Path(argv[argv.index("--expected") + 1]) if "--expected" in argv else None
+    if cache is not None and cache.exists():
+        kept = orjson.loads(cache.read_bytes())
+        expected, local_s, events = codec.decode(bytes.fromhex(kept["snapshot"])), kept["seconds"], kept["events"]
+    else:
+        say("in-process run (laggard run's pipeline, 4 partitions, no end-of-trace flush)")
+        expected, local_s, events = in_process(settings, spec)
+        if cache is not None:
+            cache.write_bytes(orjson.dumps({"snapshot": codec.encode(expected).hex(), "seconds": local_s,
+                                            "events": events, "settings": overrides}))
+    if "--in-process-only" in argv:
+        return
     say(f"in-process: version {expected.version}, {len(expected.nodes)} nodes, {local_s:.0f} s, {events} events")
-    with tempfile.TemporaryDirectory(prefix="laggard-google-") as workdir:
-        result = through_kafka(Path(workdir), settings, spec, engine, expected)
+    workdir = tempfile.mkdtemp(prefix="laggard-google-")  # kept: the worker's log is there
+    result = through_kafka(Path(workdir), settings, spec, engine, expected)
     document = {"trace": spec, "events": events, "settings": overrides, "partitions": PARTITIONS,
+                "idle_stream_timeout_s": settings.idle_stream_timeout_s, "workdir": workdir,
                 "in_process_seconds": local_s, "in_process_version": expected.version, **result,
                 "load_average_start": [round(v, 2) for v in load_start],
                 "load_average_end": [round(v, 2) for v in os.getloadavg()]}
