@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     data_dir: Path = Field(Path(".laggard/worker"), description="Faust's local state directory")
     store: str = Field("memory://", description="Faust table store; tables are rebuilt from changelogs")
     web_port: int = Field(6066, ge=0, le=65535)
+    engine: Literal["faust", "direct"] = Field(
+        "faust", description="worker engine: faust (Faust agents) or direct (one kafka-python consumer and "
+                             "producer around the same core stages, streams.engine)")
 
     # --- Operations (README "Operating laggard") --------------------------------------------
     metrics_port: int = Field(0, ge=0, le=65535, description="port of /metrics, /livez and /readyz (worker and "

@@ -79,10 +79,12 @@ def input_partitions(settings: Settings) -> list[TopicPartition]:
 
 
 class Workers:
-    """``laggard worker`` subprocesses of one app id; their peak memory and CPU are read before they stop."""
+    """``laggard worker`` subprocesses of one app id and engine (faust or direct); their peak memory and CPU are
+    read before they stop."""
 
-    def __init__(self, workdir: Path, settings: Settings, app_id: str, count: int) -> None:
+    def __init__(self, workdir: Path, settings: Settings, app_id: str, count: int, engine: str = "faust") -> None:
         self.workdir = workdir
+        self.engine = engine
         self.settings = settings
         self.app_id = app_id
         self.count = count
@@ -95,7 +97,8 @@ class Workers:
         for index in range(self.count):
             env = dict(os.environ, LAGGARD_BOOTSTRAP_SERVERS=self.settings.bootstrap_servers,
                        LAGGARD_APP_ID=self.app_id, LAGGARD_DATA_DIR=str(self.workdir / f"{self.app_id}-{index}"),
-                       LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions))  # fmt: skip
+                       LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions),
+                       LAGGARD_ENGINE=self.engine)  # fmt: skip
             log = self.workdir / f"{self.app_id}-{index}.log"
             with open(log, "ab") as out:
                 process = subprocess.Popen([*LAGGARD, "worker", "--web-port", "0"],

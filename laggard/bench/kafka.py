@@ -154,11 +154,14 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
             "sustained_per_s": rate(c1 - c0, (t1 - t0) / 1000) if c1 > c0 else rate(c1, seconds),
             "overall_per_s": rate(c1, seconds),
             "worker_cpu_percent": 100 * sum(cpu) / (time.time() - workers.started_wall),
+            # per CPU second of the workers (start-up included): comparable on a shared machine, where wall-clock
+            # rates depend on what else runs
+            "processed_per_worker_cpu_s": rate(c1, sum(cpu)),
             "worker_peak_mb": usage["peak_mb"]}  # fmt: skip
 
 
 def scenario(workdir: Path, settings: Settings, events: list[Event], records: list[tuple[str, bytes, bytes]],
-             count: int, window_s: float, measure_consume: bool) -> dict[str, Any]:
+             count: int, window_s: float, measure_consume: bool, engine: str = "faust") -> dict[str, Any]:
     """Fresh topics, pre-load, (consume floor,) run ``count`` workers and watch them."""
     fresh_topics(settings, PARTITIONS)
     say(f"pre-loading {len(records)} events to task-events/job-events")
@@ -166,8 +169,8 @@ def scenario(workdir: Path, settings: Settings, events: list[Event], records: li
     if measure_consume:
         say("reading them back (consume floor)")
         result["consume_per_s"] = consume(settings, len(records))
-    workers = Workers(workdir, settings, f"bench-{count}w-{int(time.time())}", count)
-    say(f"running {count} worker(s) for at most {window_s:.0f} s after their first progress mark")
+    workers = Workers(workdir, settings, f"bench-{engine}-{count}w-{int(time.time())}", count, engine)
+    say(f"running {count} {engine} worker(s) for at most {window_s:.0f} s after their first progress mark")
     workers.start()
     try:
         result.update(watch(settings, workers, events, window_s))
@@ -190,12 +193,22 @@ def compression_floors(settings: Settings, records: list[tuple[str, bytes, bytes
 
 
 def scenarios(workdir: Path, settings: Settings, sizes: Sizes, events: list[Event]) -> dict[str, Any]:
+    """The floors, then each engine's one worker, two workers and live latency on the same records."""
     records = encoded(events)
     by_codec = compression_floors(settings, records[:50_000])
     one = scenario(workdir, settings, events, records, 1, sizes.kafka_window_s, measure_consume=True)
     two = scenario(workdir, settings, events, records, 2, sizes.kafka_window_s, measure_consume=False)
     fresh_topics(settings, PARTITIONS)
     latency = live_latency(workdir, settings, sizes)
+    direct = {"one_worker": scenario(workdir, settings, events, records, 1, sizes.kafka_window_s,
+                                     measure_consume=True, engine="direct"),
+              "two_workers": scenario(workdir, settings, events, records, 2, sizes.kafka_window_s,
+                                      measure_consume=False, engine="direct")}
+    fresh_topics(settings, PARTITIONS)
+    direct["latency"] = live_latency(workdir, settings, sizes, engine="direct")
+    direct["consume_per_s"] = direct["one_worker"].pop("consume_per_s")  # measured again beside it
+    direct["one_worker"].pop("preload_per_s")
+    direct["two_workers"].pop("preload_per_s")
     return {
         "source": f"Google 2011 task events, the first {len(events)} in event-time order, pre-loaded",
         "floors": {"records": len(records), "compression": compression_type() or "none",
@@ -204,6 +217,7 @@ def scenarios(workdir: Path, settings: Settings, sizes: Sizes, events: list[Even
         "one_worker": one,
         "two_workers": two,
         "latency": latency,
+        "direct": direct,  # the same scenarios on `laggard worker --engine direct`
     }  # fmt: skip
 
 

@@ -123,9 +123,9 @@ def measure(settings: Settings, speed: float) -> dict[str, Any]:
             "ranking": latencies(inputs, finishes, scores, period_us)}  # fmt: skip
 
 
-def live_latency(workdir: Path, settings: Settings, sizes: Sizes) -> dict[str, Any]:
-    """Run one worker, replay the synthetic cluster live into it, and measure."""
-    workers = Workers(workdir, settings, f"bench-live-{int(time.time())}", 1)
+def live_latency(workdir: Path, settings: Settings, sizes: Sizes, engine: str = "faust") -> dict[str, Any]:
+    """Run one worker (of ``engine``), replay the synthetic cluster live into it, and measure."""
+    workers = Workers(workdir, settings, f"bench-live-{engine}-{int(time.time())}", 1, engine)
     workers.start()
     try:
         workers.wait_ready()

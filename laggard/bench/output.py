@@ -45,6 +45,20 @@ def ratios(document: dict[str, Any]) -> dict[str, Any]:
     }
     p99 = latency[source]["finish_to_output"].get("p99_s")
     limit = latency["period_wall_s"] + 1.0
+    direct = kafka.get("direct")
+    direct_targets: list[dict[str, Any]] = []
+    if direct is not None:  # `laggard worker --engine direct` on the same records, its consume floor beside it
+        one, two, live = direct["one_worker"], direct["two_workers"], direct["latency"]
+        result["direct_one_worker_to_consume_floor"] = one["sustained_per_s"] / direct["consume_per_s"]
+        result["direct_two_workers_over_one"] = two["sustained_per_s"] / one["sustained_per_s"]
+        result["direct_over_faust_one_worker"] = one["sustained_per_s"] / kafka["one_worker"]["sustained_per_s"]
+        direct_p99 = live[_latency_source(live)]["finish_to_output"].get("p99_s")
+        direct_targets = [
+            _target("direct: one worker / raw consume", result["direct_one_worker_to_consume_floor"], 0.25, "ratio"),
+            _target("direct: two workers / one worker", result["direct_two_workers_over_one"], 1.5, "times"),
+            {"name": f"direct: p99 finish-to-{_latency_source(live)} latency (s)", "value": direct_p99,
+             "target": f"<= {limit:.2f} (period + 1 s)", "met": direct_p99 is not None and direct_p99 <= limit},
+        ]  # fmt: skip
     result["targets"] = [
         _target("one worker / raw consume", result["one_worker_to_consume_floor"], 0.25, "ratio"),
         _target("two workers / one worker", result["two_workers_over_one"], 1.5, "times"),
@@ -52,6 +66,7 @@ def ratios(document: dict[str, Any]) -> dict[str, Any]:
         _target("nurd-batch / nurd cost per checkpoint", result["nurd_batch_over_nurd"], 20.0, "times"),
         {"name": f"p99 finish-to-{source} latency (s)", "value": p99, "target": f"<= {limit:.2f} (period + 1 s)",
          "met": p99 is not None and p99 <= limit},
+        *direct_targets,
     ]  # fmt: skip
     return result
 
@@ -98,6 +113,16 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("kafka", "2 workers, sustained (ev/s)", "kafka.two_workers.sustained_per_s", 0),
     ("kafka", "2 workers, events processed", "kafka.two_workers.processed", 0),
     ("kafka", "2 workers, CPU % (sum)", "kafka.two_workers.worker_cpu_percent", 0),
+    ("kafka", "1 worker, ev per worker CPU s", "kafka.one_worker.processed_per_worker_cpu_s", 0),
+    ("direct", "Kafka consume, beside it (rec/s)", "kafka.direct.consume_per_s", 0),
+    ("direct", "1 worker, sustained (ev/s)", "kafka.direct.one_worker.sustained_per_s", 0),
+    ("direct", "1 worker, events processed", "kafka.direct.one_worker.processed", 0),
+    ("direct", "1 worker, CPU %", "kafka.direct.one_worker.worker_cpu_percent", 0),
+    ("direct", "1 worker, ev per worker CPU s", "kafka.direct.one_worker.processed_per_worker_cpu_s", 0),
+    ("direct", "2 workers, sustained (ev/s)", "kafka.direct.two_workers.sustained_per_s", 0),
+    ("direct", "2 workers, CPU % (sum)", "kafka.direct.two_workers.worker_cpu_percent", 0),
+    ("direct", "delta: finish -> delta p99 (s)", "kafka.direct.latency.delta.finish_to_output.p99_s", 3),
+    ("direct", "ranking: finish -> scores p99 (s)", "kafka.direct.latency.ranking.finish_to_output.p99_s", 3),
     ("latency", "period in wall time (s)", "kafka.latency.period_wall_s", 2),
     ("latency", "rankings / deltas seen", "kafka.latency.rankings", 0),
     ("latency", "delta: close -> delta p50 (s)", "kafka.latency.delta.close_to_output.p50_s", 3),

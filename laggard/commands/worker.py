@@ -1,4 +1,5 @@
-"""`laggard worker`: the Faust stream worker on Kafka (statistics, ranking, blacklist deltas)."""
+"""`laggard worker`: the stream worker on Kafka (statistics, ranking, blacklist deltas), on Faust or on the direct
+engine (streams.engine: kafka-python, no Faust stream layer)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import click
 from laggard.commands.options import bootstrap_option, settings_with
 from laggard.errors import UserError
 from streams import kafka_clients
+from streams.health import Health
 from streams.serde.topics import TASK_EVENTS
+from streams.settings import Settings
 
 
 @click.command()
@@ -32,11 +35,15 @@ from streams.serde.topics import TASK_EVENTS
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="Serve /metrics, /livez and /readyz on this port (0: none) [default: setting "
                    "LAGGARD_METRICS_PORT, 0]")
+@click.option("--engine", type=click.Choice(["faust", "direct"]), default=None,
+              help="faust: Faust agents; direct: one kafka-python consumer and producer around the same stages, "
+                   "same outputs [default: setting LAGGARD_ENGINE, faust]")
 @click.option("--restart-on-stall", is_flag=True,
               help="Run the worker as a child and start it again whenever it ends itself for want of progress "
                    "(LAGGARD_STALL_TIMEOUT_S); without it, a supervisor (Kubernetes, compose, systemd) restarts it.")
 def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None, settings_file: Path | None,
-           loglevel: str, web_port: int | None, metrics_port: int | None, restart_on_stall: bool) -> None:
+           loglevel: str, web_port: int | None, metrics_port: int | None, engine: str | None,
+           restart_on_stall: bool) -> None:
     """Run the stream worker: normalise finished tasks, rank nodes each period of event time, and publish
     node scores, blacklist deltas and snapshots. Stop it with SIGTERM or Ctrl-C.
 
@@ -44,7 +51,7 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     partitions of task-events; the ranking runs on one of them.
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
-                             cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port)
+                             cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port, engine=engine)
     if restart_on_stall:
         raise SystemExit(supervise([arg for arg in sys.argv[1:] if arg != "--restart-on-stall"]))
     from streams.config import ranking_config
@@ -61,10 +68,7 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     if partitions is not None and actual != partitions:
         click.echo(f"warning: {TASK_EVENTS.name} already has {actual} partitions; using {actual}", err=True)
 
-    import faust
-
-    from streams.app import make_app
-    from streams.health import Health, quiet_client_bursts, serve
+    from streams.health import Health, serve
 
     health = Health(settings.stall_timeout_s or float("inf"))
     if settings.metrics_port:
@@ -73,7 +77,19 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
         except OSError as exc:
             raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
                             f"{exc.strerror}") from None
-    app = make_app(settings, actual, health)
+    if settings.engine == "direct":
+        run_direct(settings, actual, health, loglevel)
+    else:
+        run_faust(settings, actual, health, loglevel)
+
+
+def run_faust(settings: Settings, partitions: int, health: Health, loglevel: str) -> None:
+    import faust
+
+    from streams.app import make_app
+    from streams.health import quiet_client_bursts
+
+    app = make_app(settings, partitions, health)
 
     class Worker(faust.Worker):  # type: ignore[misc]  # Faust's classes are untyped
         def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
@@ -82,6 +98,22 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
             quiet_client_bursts(logger.handlers)
 
     Worker(app, loglevel=loglevel.upper()).execute_from_commandline()
+
+
+def run_direct(settings: Settings, partitions: int, health: Health, loglevel: str) -> None:
+    """The direct engine in this process until SIGTERM or Ctrl-C (then a last checkpoint)."""
+    from streams.engine.health import watch
+    from streams.engine.worker import DirectWorker
+    from streams.health import quiet_client_bursts
+
+    logging.basicConfig(level=loglevel.upper(), format="[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: "
+                                                       "%(message)s")
+    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLogger().level))
+    quiet_client_bursts(logging.getLogger().handlers)
+    worker = DirectWorker(settings, partitions, health)
+    worker.stop_on_signals()
+    watch(worker, health)
+    worker.run()
 
 
 def supervise(args: list[str]) -> int:

@@ -18,8 +18,8 @@ stream, but a batch taken before the rebalance still holds them, and one process
 was forgotten rebuilt that state from the checkpoint plus a gap, then skipped the re-read events of the gap as
 covered (test_rebalance.py: the final snapshot's statistics off the clean run's).
 
-The table value is a versioned envelope (zlib-compressed JSON); another version means a cold start with a
-warning, never a crash.
+The table value is a versioned envelope (zlib-compressed JSON, ``streams.agents.envelope``, shared with the
+direct engine); another version means a cold start with a warning, never a crash.
 
 >>> state, offsets = unpack(pack({"n": 1}, {"task-events:0": 41}))
 >>> state, offsets
@@ -34,13 +34,11 @@ import asyncio
 import logging
 import time
 import weakref
-import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import faust
-import orjson
 from faust import streams as faust_streams
 from faust.types import EventT, StreamT, TopicT
 from faust.types.tuples import TP
@@ -48,46 +46,21 @@ from mode.types.signals import SignalHandlerT
 
 from streams import metrics
 from streams.agents.common import decode_or_dead_letter
+from streams.agents.envelope import ENVELOPE_FORMAT as ENVELOPE_FORMAT  # re-exported: the agents' names
+from streams.agents.envelope import Stateful
+from streams.agents.envelope import pack as pack
+from streams.agents.envelope import unpack as unpack
 from streams.health import ReadProgress
 
 log = logging.getLogger(__name__)
-ENVELOPE_FORMAT = 1
 
 CheckpointTable = MutableMapping[bytes, bytes]  # a Faust table of raw bytes, or a dict in tests
 RawStream = StreamT[bytes]
 RawEvent = EventT[bytes]
 
 
-class Stateful(Protocol):
-    """A core state with an explicit life cycle: plain JSON-able snapshot, and restore (ValueError: cold)."""
-
-    def snapshot(self) -> dict[str, Any]: ...
-
-    def restore(self, state: dict[str, Any]) -> None: ...
-
-
 S = TypeVar("S", bound=Stateful)
 R = TypeVar("R")
-
-
-def pack(state: dict[str, Any], offsets: dict[str, int]) -> bytes:
-    return zlib.compress(orjson.dumps({"format": ENVELOPE_FORMAT, "offsets": offsets, "state": state}), 3)
-
-
-def unpack(data: bytes | None) -> tuple[dict[str, Any] | None, dict[str, int]]:
-    """(state, offsets) from a table value; (None, {}) for nothing or an envelope this version cannot read."""
-    if not data:
-        return None, {}
-    try:
-        envelope = orjson.loads(zlib.decompress(data))
-    except (zlib.error, orjson.JSONDecodeError) as exc:
-        log.warning("checkpoint unreadable (%s): cold start", exc)
-        return None, {}
-    if not isinstance(envelope, dict) or envelope.get("format") != ENVELOPE_FORMAT:
-        found = envelope.get("format") if isinstance(envelope, dict) else type(envelope).__name__
-        log.warning("checkpoint format %r, expected %r: cold start", found, ENVELOPE_FORMAT)
-        return None, {}
-    return envelope["state"], {str(k): int(v) for k, v in envelope["offsets"].items()}
 
 
 def unacked_events(stream: RawStream, reader: str = "", progress: ReadProgress | None = None

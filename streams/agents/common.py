@@ -9,19 +9,12 @@ from typing import Any, TypeVar, cast
 from faust.types import EventT, TopicT
 
 from streams import metrics
-from streams.core.events import DeadLetter, Event, validate
+from streams.agents.records import dead_letter
+from streams.agents.records import reason_to_refuse as reason_to_refuse  # re-exported
 from streams.serde import codec
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
-
-
-def reason_to_refuse(record: object, expected: tuple[type[R], ...], topic: str) -> str | None:
-    """Why a decoded record may not enter an agent reading ``topic``; None when it may."""
-    if not isinstance(record, expected):
-        return f"unexpected {type(record).__name__} on {topic}"
-    # validate() checks by type; the one check all records share is the event time (every record has ts_us).
-    return validate(cast(Event, record))
 
 
 async def decode_or_dead_letter(event: EventT[bytes], dead_letters: TopicT | None,
@@ -40,10 +33,8 @@ async def decode_or_dead_letter(event: EventT[bytes], dead_letters: TopicT | Non
         return record
     if dead_letters is None:
         return None
-    letter = DeadLetter(message.topic, message.partition, message.offset, message.key, message.value or b"",
-                        reason or "invalid", int((message.timestamp or 0) * 1_000_000))
-    log.warning("dead letter from %s[%d]@%d: %s", message.topic, message.partition, message.offset, reason)
-    metrics.DEAD_LETTERS.labels(message.topic, metrics.reason_kind(letter.reason)).inc()
+    letter = dead_letter(message.topic, message.partition, message.offset, message.key, message.value, reason,
+                         message.timestamp)
     await send_raw(dead_letters, message.key, codec.encode(letter))
     return None
 

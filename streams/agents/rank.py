@@ -19,6 +19,7 @@ from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
+from streams.agents.records import observe
 from streams.core.events import Progress
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
@@ -49,14 +50,6 @@ async def ranked(ranking: PublishedRanking, record: object, event: RawEvent, pro
         if done:
             return work.result()
         processed(event, progress)
-
-
-def observe(publication: Publication) -> None:
-    """The gauges of a ranked window: its lag behind the wall clock, nodes seen and listed."""
-    snapshot = publication.result.snapshot
-    metrics.NODES_SEEN.set(snapshot.nodes_seen)
-    metrics.NODES_LISTED.labels("worker").set(len(snapshot.nodes))
-    metrics.PERIOD_LAG.set(time.time() - publication.result.boundary_us / 1e6)
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:

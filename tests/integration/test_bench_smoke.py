@@ -36,6 +36,11 @@ FIGURES = [
     "floors.peak_mb", "inprocess.peak_mb", "nurd_cost.peak_mb", "kafka.peak_mb", "kafka.broker_peak_mb",
     "ratios.statistics_to_orjson_floor", "ratios.nurd_path_to_orjson_floor", "ratios.nurd_batch_over_nurd",
     "ratios.one_worker_to_consume_floor", "ratios.two_workers_to_consume_floor",
+    # the same scenarios on the direct engine
+    "kafka.direct.consume_per_s", "kafka.direct.one_worker.sustained_per_s",
+    "kafka.direct.one_worker.processed_per_worker_cpu_s", "kafka.direct.two_workers.sustained_per_s",
+    "kafka.direct.latency.ranking.finish_to_output.p99_s", "ratios.direct_one_worker_to_consume_floor",
+    "ratios.direct_two_workers_over_one",
 ]  # fmt: skip
 
 

@@ -1,0 +1,131 @@
+"""Google 2011 (every part under LAGGARD_TRACES_DIR) through Kafka and one worker, against ``laggard run``.
+
+Issue 18's acceptance: the whole trace replayed through Kafka and the worker to the final snapshot in under
+two minutes, and that snapshot equal to the in-process runner's on the same trace. This probe computes the
+in-process result first (``LocalPipeline`` with the worker's partitions and live semantics: no end-of-trace
+flush, as ``laggard run`` publishes what a live worker does), then starts a broker of its own, one worker of
+the chosen engine, and ``laggard replay`` of the trace into it, and waits for the snapshot of the in-process
+result's final version. Times are from the replay's start to the broker's append time of that snapshot. One
+JSON document on stdout; progress on stderr.
+
+    python -m laggard.bench.google_kafka [direct|faust] [--prediction off] [--expected FILE]
+
+With ``--expected FILE`` the in-process result is kept in FILE (and read from it when it exists), so the
+in-process run can be done once, ahead, e.g. ``--in-process-only --expected FILE``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from laggard.bench.broker import LAGGARD, Workers, fresh_topics, own_broker
+from laggard.bench.common import google_events_spec, say
+from producers.registry import open_trace
+from streams import kafka_clients
+from streams.core.events import BlacklistSnapshot
+from streams.local import LocalPipeline
+from streams.serde import codec
+from streams.serde import topics as registry
+from streams.settings import Settings
+
+PARTITIONS = 4
+TIMEOUT_S = 1800.0
+
+
+def in_process(settings: Settings, spec: str) -> tuple[BlacklistSnapshot, float, int]:
+    """The in-process final snapshot, its wall time and the number of events."""
+    started = time.perf_counter()
+    trace = open_trace(spec)
+    pipeline = LocalPipeline(settings, partitions=PARTITIONS)
+    list(pipeline.run(trace, finish=False))
+    return pipeline.blacklist, time.perf_counter() - started, pipeline.counts.events
+
+
+def snapshots(settings: Settings) -> list[tuple[int, BlacklistSnapshot]]:
+    """(broker append time ms, snapshot) of every record on blacklist-snapshot."""
+    return [(record.timestamp, codec.decode(record.value))
+            for record in kafka_clients.read_to_end(settings, registry.BLACKLIST_SNAPSHOT.name)]
+
+
+def same(a: BlacklistSnapshot, b: BlacklistSnapshot) -> bool:
+    return (a.version, a.node_ids) == (b.version, b.node_ids) and [
+        (e.node_id, e.n, e.mean, e.ci_low) for e in a.nodes] == [(e.node_id, e.n, e.mean, e.ci_low) for e in b.nodes]
+
+
+def through_kafka(workdir: Path, settings: Settings, spec: str, engine: str, expected: BlacklistSnapshot
+                  ) -> dict[str, Any]:
+    with own_broker(workdir) as broker:
+        own = settings.model_copy(update={"bootstrap_servers": broker.bootstrap, "topic_partitions": PARTITIONS})
+        fresh_topics(own, PARTITIONS)
+        workers = Workers(workdir, own, f"google-{engine}", 1, engine)
+        workers.start()
+        try:
+            workers.wait_ready()
+            say(f"replaying {spec} into one {engine} worker")
+            started = time.time()
+            replay = subprocess.run([*LAGGARD, "replay", "--trace", spec, "--bootstrap", broker.bootstrap, "--json"],
+                                    capture_output=True, text=True, timeout=TIMEOUT_S)
+            replayed = time.time()
+            if replay.returncode != 0:
+                raise RuntimeError(f"replay failed: {replay.stderr[-2000:]}")
+            say(f"replay done in {replayed - started:.0f} s; waiting for version {expected.version}")
+            found = []
+            while not found:
+                workers.check_alive()
+                if time.time() - started > TIMEOUT_S:
+                    raise RuntimeError(f"no snapshot of version {expected.version} within {TIMEOUT_S:.0f} s")
+                found = [(ms, s) for ms, s in snapshots(own) if s.version >= expected.version]
+                time.sleep(2.0)
+            usage = workers.usage()
+        finally:
+            workers.stop()
+    at_ms, final = found[0]
+    return {"engine": engine, "replay_seconds": replayed - started, "replay": orjson.loads(replay.stdout or "{}"),
+            "final_snapshot_seconds_from_replay_start": at_ms / 1000 - started,
+            "final_snapshot_seconds_after_replay_end": at_ms / 1000 - replayed,
+            "final_version": final.version, "equal_to_in_process": same(final, expected),
+            "worker_cpu_seconds": usage["cpu_seconds"][0], "worker_peak_mb": usage["peak_mb"][0]}
+
+
+def main(argv: list[str]) -> None:
+    engine = argv[0] if argv and argv[0] in ("direct", "faust") else "direct"
+    overrides: dict[str, Any] = {}
+    if "--prediction" in argv:
+        overrides["prediction_method"] = argv[argv.index("--prediction") + 1]
+    settings = Settings(**overrides)
+    spec = google_events_spec(settings)
+    os.environ.update({f"LAGGARD_{k.upper()}": str(v) for k, v in overrides.items()})  # the worker's too
+    load_start = os.getloadavg()
+    cache = Path(argv[argv.index("--expected") + 1]) if "--expected" in argv else None
+    if cache is not None and cache.exists():
+        kept = orjson.loads(cache.read_bytes())
+        expected, local_s, events = codec.decode(bytes.fromhex(kept["snapshot"])), kept["seconds"], kept["events"]
+    else:
+        say("in-process run (laggard run's pipeline, 4 partitions, no end-of-trace flush)")
+        expected, local_s, events = in_process(settings, spec)
+        if cache is not None:
+            cache.write_bytes(orjson.dumps({"snapshot": codec.encode(expected).hex(), "seconds": local_s,
+                                            "events": events, "settings": overrides}))
+    if "--in-process-only" in argv:
+        return
+    say(f"in-process: version {expected.version}, {len(expected.nodes)} nodes, {local_s:.0f} s, {events} events")
+    workdir = tempfile.mkdtemp(prefix="laggard-google-")  # kept: the worker's log is there
+    result = through_kafka(Path(workdir), settings, spec, engine, expected)
+    document = {"trace": spec, "events": events, "settings": overrides, "partitions": PARTITIONS,
+                "idle_stream_timeout_s": settings.idle_stream_timeout_s, "workdir": workdir,
+                "in_process_seconds": local_s, "in_process_version": expected.version, **result,
+                "load_average_start": [round(v, 2) for v in load_start],
+                "load_average_end": [round(v, 2) for v in os.getloadavg()]}
+    sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,51 @@
+"""What both worker engines do with a record around the core, without Faust: refuse it (the dead letter and its
+reason) or observe what the ranking published.
+
+>>> from streams.core.events import Progress
+>>> reason_to_refuse(Progress(0, 1, 5), (Progress,), "ranking-feed") is None
+True
+>>> reason_to_refuse(Progress(0, 1, 5), (int,), "task-events")
+'unexpected Progress on task-events'
+>>> letter = dead_letter("task-events", 2, 7, b"k", b"junk", "not Avro", 1_700_000_000.5)
+>>> letter.partition, letter.offset, letter.ts_us
+(2, 7, 1700000000500000)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TypeVar, cast
+
+from streams import metrics
+from streams.core.events import DeadLetter, Event, validate
+from streams.core.publication import Publication
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+
+def reason_to_refuse(record: object, expected: tuple[type[R], ...], topic: str) -> str | None:
+    """Why a decoded record may not enter an agent reading ``topic``; None when it may."""
+    if not isinstance(record, expected):
+        return f"unexpected {type(record).__name__} on {topic}"
+    # validate() checks by type; the one check all records share is the event time (every record has ts_us).
+    return validate(cast(Event, record))
+
+
+def dead_letter(topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None, reason: str | None,
+                timestamp_s: float | None) -> DeadLetter:
+    """The dead letter of a refused record (``timestamp_s``: the broker's, in seconds), logged and counted."""
+    letter = DeadLetter(topic, partition, offset, key, value or b"", reason or "invalid",
+                        int((timestamp_s or 0) * 1_000_000))
+    log.warning("dead letter from %s[%d]@%d: %s", topic, partition, offset, reason)
+    metrics.DEAD_LETTERS.labels(topic, metrics.reason_kind(letter.reason)).inc()
+    return letter
+
+
+def observe(publication: Publication) -> None:
+    """The gauges of a ranked window: its lag behind the wall clock, nodes seen and listed."""
+    snapshot = publication.result.snapshot
+    metrics.NODES_SEEN.set(snapshot.nodes_seen)
+    metrics.NODES_LISTED.labels("worker").set(len(snapshot.nodes))
+    metrics.PERIOD_LAG.set(time.time() - publication.result.boundary_us / 1e6)

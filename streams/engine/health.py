@@ -1,0 +1,72 @@
+"""The direct engine's health check: the Faust worker's (streams.agents.monitor) on a thread of its own.
+
+Every few seconds it compares what the worker read with the broker's end offsets and the group's committed
+offsets (kafka-python clients of its own, so a wedged consumer does not wedge the check), keeps ``/livez`` and
+``/readyz`` current, and ends the process with ``STALLED_EXIT`` once it is not live: its checkpoints are in Kafka,
+so a restart resumes exactly where it stood. The worker's loop beats the heartbeat itself, so a loop blocked for
+longer than the stall timeout fails ``/livez`` too.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+
+from kafka.errors import KafkaError
+
+from streams import metrics
+from streams.agents.offsets import CHECK_EVERY_S, STALLED_EXIT, Offsets
+from streams.engine.worker import INPUTS, DirectWorker
+from streams.errors import BrokerUnavailable
+from streams.health import Health
+
+log = logging.getLogger(__name__)
+
+
+def watch(worker: DirectWorker, health: Health, every_s: float = CHECK_EVERY_S) -> threading.Thread:
+    """Start the check on a daemon thread; it runs until the process ends."""
+    offsets = Offsets(worker.settings, INPUTS)
+    away: list[float] = []  # when the broker stopped answering this check, while it does not
+
+    def check() -> None:
+        try:
+            ends, committed = offsets.fetch()
+        except (KafkaError, OSError, BrokerUnavailable) as exc:
+            if not away:
+                log.warning("health check: the broker does not answer (%s); waiting for it", exc)
+                away.append(time.monotonic())
+            with worker.progress_lock:
+                worker.progress.unreachable(time.monotonic())
+            health.set(None, f"the broker does not answer: {exc}")
+            return
+        if away:
+            log.warning("health check: the broker answers again after %.0f s", time.monotonic() - away.pop())
+        assigned = [(tp.topic, tp.partition) for tp in worker.assigned]
+        with worker.progress_lock:
+            verdict = worker.progress.judge(assigned, ends, committed, time.monotonic(), time.time())
+        metrics.CONSUMER_LAG.clear()
+        for (topic, partition), lag in verdict.lag.items():
+            metrics.CONSUMER_LAG.labels(topic, str(partition)).set(lag)
+        if verdict.live is None and not any(verdict.lag.values()):
+            metrics.LAST_PROGRESS.set(time.time())
+        health.set(verdict.live, verdict.ready)
+        if verdict.live is not None and math.isfinite(worker.progress.stall_after_s):
+            log.error("no progress: %s; exiting (code %d) so that the worker restarts and resumes from its "
+                      "checkpoints", verdict.live, STALLED_EXIT)
+            logging.shutdown()
+            os._exit(STALLED_EXIT)  # the client is wedged: a clean stop would wait on it
+
+    def forever() -> None:
+        while True:
+            time.sleep(every_s)
+            try:
+                check()
+            except Exception:
+                log.exception("health check failed")
+
+    thread = threading.Thread(target=forever, name="laggard-health-check", daemon=True)
+    thread.start()
+    return thread

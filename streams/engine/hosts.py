@@ -1,0 +1,253 @@
+"""The direct engine's hosts of the core stages: what each Faust agent does with a batch (streams.agents.normalise,
+predict, rank), on records kafka-python fetched, with the same outputs, keys, dead letters and checkpoint rules.
+
+A host holds one ``Slot`` per source partition it was assigned (the ranking: partition 0 of ranking-feed); its
+``take`` processes the records of one partition and says whether that partition's checkpoint is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from streams import kafka_clients, metrics
+from streams.agents.envelope import Stateful, unpack
+from streams.agents.idle_rules import IdleClock, rank_without_idle, release_job_stream_if_idle, warn_once_if_waiting
+from streams.agents.records import dead_letter, observe, reason_to_refuse
+from streams.config import job_idle_timeout_us, ranking_config
+from streams.core.events import Event
+from streams.core.prediction.base import PredictionContext
+from streams.core.prediction.fleet import PredictorFleet
+from streams.core.publication import Publication, PublishedRanking
+from streams.core.ranker import learns_from_samples
+from streams.core.stages import Emitted, NormalizeStage, RankStage
+from streams.engine.store import Outbox, Slot
+from streams.serde import codec
+from streams.serde import topics as registry
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+S = TypeVar("S", bound=Stateful)
+NORMALISE_CHECKPOINT_EVERY = 5000  # the agents' rules (streams.agents.normalise, predict, rank)
+PREDICT_CHECKPOINT_EVERY = 2000
+RANK_CHECKPOINT_EVERY = 20000
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A fetched record (kafka-python's ConsumerRecord) with its decoded value, or why it was refused."""
+
+    raw: Any
+    record: Any
+    reason: str | None
+
+
+def decode(raw: Any, expected: tuple[type, ...]) -> Decoded:
+    """Decode and validate once; the hosts share the result (the agents decoded once each)."""
+    try:
+        record = codec.decode(raw.value)
+        reason = reason_to_refuse(record, expected, raw.topic)
+    except codec.DecodeError as exc:
+        record, reason = None, str(exc)
+    return Decoded(raw, record if reason is None else None, reason)
+
+
+class Host(Generic[S]):
+    """Slots of the assigned partitions, made, restored from their checkpoints and forgotten together."""
+
+    def __init__(self, outbox: Outbox, key: Callable[[int], str], make: Callable[[int], S]) -> None:
+        self.outbox, self.key, self.make = outbox, key, make
+        self.slots: dict[int, Slot[S]] = {}
+
+    def load(self, partitions: set[int], saved: dict[str, bytes]) -> None:
+        for partition in sorted(partitions):
+            slot = Slot(self.key(partition), self.make(partition))
+            state, offsets = unpack(saved.get(slot.key))
+            restored = False
+            if state is not None:
+                try:
+                    slot.state.restore(state)
+                    slot.offsets, slot.saved, restored = dict(offsets), dict(offsets), True
+                    log.info("%r resumes from its checkpoint at %s", slot.key, offsets)
+                except ValueError as exc:
+                    log.warning("%s: %s; cold start", slot.key, exc)
+            self.loaded(slot, restored)
+            self.slots[partition] = slot
+
+    def loaded(self, slot: Slot[S], restored: bool) -> None:
+        """Called once per slot after restoring it."""
+
+    def keys(self, partitions: set[int]) -> set[str]:
+        return {self.key(p) for p in partitions}
+
+    def fresh(self, slot: Slot[S], item: Decoded) -> bool:
+        """Hold a record the slot's state does not include yet; False for one it does."""
+        raw = item.raw
+        if slot.covered(raw.topic, raw.partition, raw.offset):
+            return False
+        slot.hold(raw.topic, raw.partition, raw.offset)
+        return True
+
+    def dead_letter(self, item: Decoded) -> None:
+        raw = item.raw
+        letter = dead_letter(raw.topic, raw.partition, raw.offset, raw.key, raw.value, item.reason,
+                             raw.timestamp / 1000 if raw.timestamp is not None else None)
+        self.outbox.send_raw(registry.DEAD_LETTERS.name, raw.key, codec.encode(letter))
+
+
+class NormaliseHost(Host[NormalizeStage]):
+    """``normalise_tasks``: events of a partition in; final z-values, summaries and progress marks out."""
+
+    def __init__(self, settings: Settings, partitions: int, outbox: Outbox) -> None:
+        config = ranking_config(settings)
+        self.summaries = not learns_from_samples(config)  # else the detector needs every sample
+        self.cluster_id = settings.cluster_id
+        self.idle = IdleClock(settings.idle_stream_timeout_s)
+        self.job_idle_timeout_us = job_idle_timeout_us(settings)
+        self.waiting: set[int] = set()
+
+        def make(p: int) -> NormalizeStage:
+            return NormalizeStage(p, partitions, config.period_us, self.job_idle_timeout_us,
+                                  wait_for_job_events=settings.wait_for_job_events,
+                                  window_us=config.window_size_us, summaries=self.summaries)
+
+        super().__init__(outbox, lambda p: f"normalise:{p}", make)
+
+    def take(self, partition: int, batch: list[Decoded]) -> bool:
+        slot = self.slots[partition]
+        events: list[Event] = []
+        for item in batch:
+            if self.fresh(slot, item):
+                if item.record is None:
+                    self.dead_letter(item)
+                else:
+                    events.append(item.record)
+        if not events:
+            return False
+        stage = slot.state
+        emitted = stage.process_batch(events)
+        released = release_job_stream_if_idle(self.idle, stage)
+        warn_once_if_waiting(stage, self.job_idle_timeout_us, self.waiting)
+        self.emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,
+                          released.progress or emitted.progress))
+        return (emitted.progress is not None or released.progress is not None
+                or slot.held >= NORMALISE_CHECKPOINT_EVERY)
+
+    def emit(self, emitted: Emitted) -> None:
+        # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
+        send, feed = self.outbox.send, registry.RANKING_FEED.name
+        for sample in emitted.samples:
+            send(registry.NODE_SAMPLES.name, sample.node_id, sample)
+            if not self.summaries:
+                send(feed, self.cluster_id, sample)
+        for summary in emitted.summaries:
+            send(feed, self.cluster_id, summary)
+        if emitted.progress is not None:
+            send(feed, self.cluster_id, emitted.progress)
+
+    def tick(self) -> None:
+        """Release the job streams that held their partition back too long (the agent's idleness timer)."""
+        for slot in self.slots.values():
+            self.emit(release_job_stream_if_idle(self.idle, slot.state))
+
+    def forget(self) -> None:
+        self.slots.clear()
+        self.idle.clear()
+
+
+class PredictHost(Host[PredictorFleet]):
+    """``predict_stragglers``: events of a partition in, StragglerPrediction records out."""
+
+    def __init__(self, settings: Settings, outbox: Outbox) -> None:
+        context = PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
+                                    params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
+        timeout_us = job_idle_timeout_us(settings)
+        # Built once before consuming: the method's first build imports its libraries (River: seconds).
+        PredictorFleet(settings.prediction_method, context, timeout_us)
+        super().__init__(outbox, lambda p: f"predict:{p}",
+                         lambda p: PredictorFleet(settings.prediction_method, context, timeout_us))
+
+    def take(self, partition: int, batch: list[Decoded]) -> bool:
+        slot = self.slots[partition]
+        for item in batch:
+            if self.fresh(slot, item) and item.record is not None:  # the normalising host dead-letters
+                prediction = slot.state.step(item.record)
+                if prediction is not None:
+                    self.outbox.send(registry.STRAGGLER_PREDICTIONS.name, prediction.job_id, prediction)
+                    metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
+        return slot.held >= PREDICT_CHECKPOINT_EVERY
+
+
+class RankHost(Host[PublishedRanking]):
+    """``rank_nodes``: the ranking feed in; node scores, node classes, blacklist deltas and snapshots out."""
+
+    def __init__(self, settings: Settings, partitions: int, outbox: Outbox) -> None:
+        config = ranking_config(settings)
+        self.settings, self.cluster_id = settings, settings.cluster_id
+        self.idle = IdleClock(settings.idle_stream_timeout_s)
+        super().__init__(outbox, lambda _: "rank:0", lambda _: PublishedRanking(RankStage(config, partitions)))
+
+    def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:
+        ranking = slot.state
+        if ranking.resume(kafka_clients.latest_snapshot(self.settings), restored):
+            log.warning("cold start: continuing from the published blacklist version %d", ranking.published_version)
+        log.info("deltas up to version %d are already published", ranking.published_version)
+
+    def take(self, batch: list[Decoded], noted: Callable[[], None]) -> bool:
+        """``noted`` tells the health check the ranking works (called between publications of a catch-up)."""
+        slot = self.slots[0]
+        ranking, publications, admitted = slot.state, [], False
+        started = time.perf_counter()
+        for item in batch:
+            if not self.fresh(slot, item):
+                continue
+            if item.record is None:
+                self.dead_letter(item)
+                continue
+            admitted = True
+            publications += ranking.take(item.record)
+        if not admitted:
+            return False
+        publications += rank_without_idle(self.idle, ranking)
+        if publications:
+            metrics.RANKING_DURATION.observe(time.perf_counter() - started)
+        self.publish(ranking, publications, noted)
+        return bool(publications) or slot.held >= RANK_CHECKPOINT_EVERY
+
+    def publish(self, ranking: PublishedRanking, publications: list[Publication],
+                noted: Callable[[], None] | None = None) -> None:
+        send = self.outbox.send
+        for publication in publications:
+            if noted is not None:
+                noted()
+            for score in publication.scores:
+                send(registry.NODE_SCORES.name, score.node_id, score)
+            for node_class in publication.node_classes:  # ML-NA only
+                send(registry.NODE_CLASSES.name, node_class.node_id, node_class)
+            observe(publication)
+            if publication.delta is not None and publication.snapshot is not None:
+                send(registry.BLACKLIST_DELTAS.name, self.cluster_id, publication.delta)
+                send(registry.BLACKLIST_SNAPSHOT.name, self.cluster_id, publication.snapshot)
+                metrics.DELTA_PUBLISHED.set(publication.delta.version)
+                log.info("blacklist v%d: +%s -%s", publication.delta.version,
+                         [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
+        warning = ranking.late_warning() if publications else None
+        if warning is not None:
+            log.warning(warning)
+
+    def tick(self) -> None:
+        """Rank without the normalising partitions that held the ranking back too long (the agent's timer)."""
+        for slot in self.slots.values():
+            self.publish(slot.state, rank_without_idle(self.idle, slot.state))
+
+    def forget(self) -> None:
+        self.slots.clear()
+        self.idle.clear()
+
+
+# What each topic may carry (streams.wiring's, without importing Faust's types with it).
+TASK_TYPES: tuple[type, ...] = registry.TASK_EVENTS.value_types + registry.JOB_EVENTS.value_types
+FEED_TYPES: tuple[type, ...] = registry.RANKING_FEED.value_types

@@ -1,0 +1,285 @@
+"""``DirectWorker``: laggard's topology on one kafka-python consumer and one producer (see streams.engine).
+
+The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
+checkpoint is due: wait for the broker's acknowledgement of every output so far, write the checkpoints, wait
+for theirs, then commit the offsets they cover. One thing happens at a time: a rebalance (kafka-python runs it
+inside ``poll``, calling the listener from its IO thread while ``poll`` waits) never meets a batch half done, and
+records fetched before it are not processed after it: the consumer drops fetches for partitions it no longer holds or at
+positions the assignment sought away from, and the loop skips whatever it holds no state for.
+
+On assignment each state is restored from its checkpoint (the latest on the engine's compacted topic) and its
+partitions are sought to the offsets the checkpoint covers (none: the first record); the committed offset
+only tells monitoring how far the group is. On revocation every state checkpoints, and is forgotten; a lost
+membership forgets without writing (another member may own the partitions already). SIGTERM ends the loop
+with a last checkpoint and a clean leave from the group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import signal
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from kafka import ConsumerRebalanceListener
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.errors import CommitFailedError, KafkaError
+from kafka.structs import OffsetAndMetadata, TopicPartition
+
+from streams import kafka_clients, metrics
+from streams.agents.envelope import pack
+from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
+from streams.engine.store import CHECKPOINT_MAX_BYTES, CheckpointStore, Outbox, Slot
+from streams.health import Health, ReadProgress
+from streams.serde import topics as registry
+from streams.settings import Settings
+
+log = logging.getLogger(__name__)
+TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.RANKING_FEED.name
+INPUTS = (TASK, JOB, FEED)
+BATCH_MAX = 5000  # records per poll at most
+POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
+READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
+
+
+class DirectWorker:
+    """The consumer, the producer, the three hosts and the checkpoint store of one worker process."""
+
+    def __init__(self, settings: Settings, partitions: int, health: Health | None = None) -> None:
+        self.settings = settings
+        self.health = health
+        self.producer = kafka_clients.producer(settings, linger_ms=10, batch_size=256 * 1024, compression_type=None,
+                                               max_request_size=CHECKPOINT_MAX_BYTES)
+        self.outbox = Outbox(self.producer)
+        self.store = CheckpointStore(settings, self.outbox)
+        self.store.ensure_topic()
+        self.normalise = NormaliseHost(settings, partitions, self.outbox)
+        self.predict = PredictHost(settings, self.outbox) if settings.prediction_method != "off" else None
+        self.rank = RankHost(settings, partitions, self.outbox)
+        self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
+        self.progress_lock = threading.Lock()  # the health check reads it from a thread of its own
+        self.assigned: frozenset[TopicPartition] = frozenset()
+        self.stopping = False
+        self.ready = False
+        self.in_listener = False  # a rebalance callback runs (kafka-python calls it from its IO thread)
+        self._committed: dict[TopicPartition, int] = {}
+        self._readers = self._reader_counters()
+        self._idle_every_s = max(0.5, settings.idle_stream_timeout_s / 4)
+        self._next_tick = time.monotonic() + self._idle_every_s
+        self.consumer = kafka_clients.consumer(
+            settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
+            partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
+            session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX)
+        self.consumer.subscribe(topics=list(INPUTS), listener=Rebalance(self))
+
+    def _reader_counters(self) -> dict[str, list[Any]]:
+        readers = ["normalise_tasks"] + (["predict_stragglers"] if self.predict is not None else [])
+        counters = {topic: [metrics.EVENTS_IN.labels(topic, reader) for reader in readers] for topic in (TASK, JOB)}
+        counters[FEED] = [metrics.EVENTS_IN.labels(FEED, "rank_nodes")]
+        return counters
+
+    # --- the loop ------------------------------------------------------------------------------------------
+
+    def stop_on_signals(self) -> None:
+        def stop(signum: int, _frame: object) -> None:
+            log.info("signal %d: stopping after the current batch", signum)
+            self.stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+
+    def run(self) -> None:
+        try:
+            while not self.stopping:
+                polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
+                if self.health is not None:
+                    self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
+                if polled:
+                    self.process(polled)
+                self.tick()
+        finally:
+            self.close()
+
+    def process(self, polled: dict[TopicPartition, list[Any]]) -> None:
+        """One fetched batch through the hosts, then the checkpoints it made due."""
+        by_partition: dict[int, list[Decoded]] = {}
+        feed: list[Decoded] = []
+        for tp, records in polled.items():
+            if tp not in self.assigned or not records:
+                continue  # fetched for an assignment that has ended
+            self.note(tp, records)
+            if tp.topic == FEED:
+                feed += [decode(record, FEED_TYPES) for record in records]
+            else:
+                by_partition.setdefault(tp.partition, []).extend(decode(record, TASK_TYPES) for record in records)
+        due: list[Slot[Any]] = []
+        for partition, batch in by_partition.items():
+            if partition in self.normalise.slots and self.normalise.take(partition, batch):
+                due.append(self.normalise.slots[partition])
+            if self.predict is not None and partition in self.predict.slots and self.predict.take(partition, batch):
+                due.append(self.predict.slots[partition])
+        if feed and 0 in self.rank.slots and self.rank.take(feed, self.working):
+            due.append(self.rank.slots[0])
+        if due:
+            self.checkpoint(due)
+
+    def note(self, tp: TopicPartition, records: list[Any]) -> None:
+        for counter in self._readers[tp.topic]:
+            counter.inc(len(records))
+        last = records[-1]
+        with self.progress_lock:
+            self.progress.read((tp.topic, tp.partition), last.offset,
+                               last.timestamp / 1000 if last.timestamp else time.time(), time.monotonic())
+
+    def working(self) -> None:
+        """The ranking publishes a long catch-up: tell the health check the feed is being processed."""
+        slot = self.rank.slots.get(0)
+        offset = None if slot is None else slot.offsets.get(f"{FEED}:0")
+        if offset is not None:
+            with self.progress_lock:
+                self.progress.read((FEED, 0), offset, time.time(), time.monotonic())
+
+    def tick(self) -> None:
+        """Source idleness, as often as the agents' timers run it (never when it is off)."""
+        if self.settings.idle_stream_timeout_s <= 0 or time.monotonic() < self._next_tick:
+            return
+        self._next_tick = time.monotonic() + self._idle_every_s
+        self.normalise.tick()
+        self.rank.tick()
+
+    # --- checkpoints and offsets ---------------------------------------------------------------------------
+
+    def slots(self) -> list[Slot[Any]]:
+        hosts: list[Any] = [self.normalise, self.predict, self.rank]
+        return [slot for host in hosts if host is not None for slot in host.slots.values()]
+
+    def checkpoint(self, due: Iterable[Slot[Any]]) -> None:
+        """Outputs acknowledged, then the checkpoints of ``due``, acknowledged, then the offsets they cover."""
+        due = list(due)
+        self.outbox.confirm()
+        for slot in due:
+            self.store.write(slot.key, pack(slot.state.snapshot(), slot.offsets))
+        self.outbox.confirm()
+        for slot in due:
+            slot.saved_now()
+        self.commit()
+
+    def covering(self, tp: TopicPartition) -> list[Slot[Any]]:
+        """The states that read ``tp``."""
+        if tp.topic == FEED:
+            return [self.rank.slots[0]] if 0 in self.rank.slots else []
+        hosts: list[Any] = [self.normalise, self.predict]
+        return [host.slots[tp.partition] for host in hosts if host is not None and tp.partition in host.slots]
+
+    def commit(self) -> None:
+        """Commit, per partition, the first offset no acknowledged checkpoint of its states covers yet."""
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp in self.assigned:
+            source = f"{tp.topic}:{tp.partition}"
+            saved = [slot.saved.get(source) for slot in self.covering(tp)]
+            if not saved or None in saved:
+                continue
+            position = min(offset for offset in saved if offset is not None) + 1
+            if self._committed.get(tp) != position:
+                offsets[tp] = OffsetAndMetadata(position, "", -1)
+        if not offsets:
+            return
+        try:
+            if self.in_listener:  # on kafka-python's IO thread, where a blocking commit is refused: queue it
+                self.consumer.commit_async(offsets)
+            else:
+                self.consumer.commit(offsets)
+            self._committed.update({tp: meta.offset for tp, meta in offsets.items()})
+        except (CommitFailedError, KafkaError) as exc:  # the checkpoints stand; the next commit catches up
+            log.warning("offset commit failed (%s); the checkpoints stand", exc)
+
+    # --- rebalances ----------------------------------------------------------------------------------------
+
+    def revoked(self) -> None:
+        """Checkpoint every state that processed something since its last checkpoint, commit, forget them."""
+        dirty = [slot for slot in self.slots() if slot.held]
+        if dirty:
+            self.checkpoint(dirty)
+        self.forget()
+
+    def forget(self) -> None:
+        self.normalise.forget()
+        if self.predict is not None:
+            self.predict.slots.clear()
+        self.rank.forget()
+        self.assigned = frozenset()
+        self._committed.clear()
+
+    def assigned_now(self, assigned: set[TopicPartition]) -> None:
+        """Restore the states of ``assigned`` from their checkpoints and seek each partition to them."""
+        self.assigned = frozenset(assigned)
+        partitions = {tp.partition for tp in assigned if tp.topic in (TASK, JOB)}
+        alone = sorted(p for p in partitions if not {TopicPartition(TASK, p), TopicPartition(JOB, p)} <= assigned)
+        if alone:
+            log.error("partitions %s of %s and %s are not assigned together (different partition counts?); their "
+                      "events cannot be merged", alone, TASK, JOB)
+        ranks = {0} if TopicPartition(FEED, 0) in assigned else set()
+        hosts: list[Any] = [self.normalise, self.predict]
+        keys = self.rank.keys(ranks).union(*(h.keys(partitions) for h in hosts if h is not None))
+        saved = self.store.load(keys)
+        for host in hosts:
+            if host is not None:
+                host.load(partitions, saved)
+        self.rank.load(ranks, saved)
+        for tp in sorted(assigned):
+            self.seek(tp)
+        log.info("assigned %s", sorted((tp.topic, tp.partition) for tp in assigned))
+        if not self.ready:
+            self.ready = True
+            log.info(READY)
+
+    def seek(self, tp: TopicPartition) -> None:
+        source = f"{tp.topic}:{tp.partition}"
+        covering = self.covering(tp)
+        position = min((slot.offsets.get(source, -1) + 1 for slot in covering), default=0)
+        if position == 0:
+            self.consumer.seek_to_beginning(tp)
+        else:
+            self.consumer.seek(tp, position)
+
+    def close(self) -> None:
+        """A last checkpoint, a clean leave from the group, the producer closed."""
+        try:
+            dirty = [slot for slot in self.slots() if slot.held]
+            if dirty and self.assigned:
+                self.checkpoint(dirty)
+        finally:
+            self.consumer.close(autocommit=False)
+            self.producer.close()
+        log.info("stopped")
+
+
+class Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
+    """kafka-python's rebalance callbacks, run inside ``poll`` on the worker's thread."""
+
+    def __init__(self, worker: DirectWorker) -> None:
+        self.worker = worker
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        with self.inside():
+            self.worker.revoked()
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        with self.inside():
+            self.worker.assigned_now(set(assigned))
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        log.warning("the group dropped this worker; forgetting %d partitions without a checkpoint", len(lost))
+        self.worker.forget()
+
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[None]:
+        self.worker.in_listener = True
+        try:
+            yield
+        finally:
+            self.worker.in_listener = False
