@@ -102,6 +102,9 @@ def run_faust(settings: Settings, partitions: int, health: Health, loglevel: str
 
 def run_direct(settings: Settings, partitions: int, health: Health, loglevel: str) -> None:
     """The direct engine in this process until SIGTERM or Ctrl-C (then a last checkpoint)."""
+    from kafka.errors import KafkaError
+
+    from streams.agents.monitor import STALLED_EXIT
     from streams.engine.health import watch
     from streams.engine.worker import DirectWorker
     from streams.health import quiet_client_bursts
@@ -113,7 +116,12 @@ def run_direct(settings: Settings, partitions: int, health: Health, loglevel: st
     worker = DirectWorker(settings, partitions, health)
     worker.stop_on_signals()
     watch(worker, health)
-    worker.run()
+    try:
+        worker.run()
+    except KafkaError as exc:  # a refused output, a lost broker mid-commit: one line, and a restartable exit
+        click.echo(f"Error: the worker stopped on a Kafka error ({type(exc).__name__}: {exc}); restarted, it "
+                   "resumes from its last checkpoint", err=True)
+        raise SystemExit(STALLED_EXIT) from None
 
 
 def supervise(args: list[str]) -> int:

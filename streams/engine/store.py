@@ -66,6 +66,7 @@ class Outbox:
         self.producer = producer
         self._pending: list[Any] = []
         self._counters: dict[str, Any] = {}
+        self.failure: BaseException | None = None  # the first send the broker refused, if any
 
     def send(self, topic: str, key: str, record: object) -> None:
         """``record`` in Avro on ``topic`` under ``key`` (the agents' ``send``)."""
@@ -81,10 +82,13 @@ class Outbox:
     def confirm(self) -> int:
         """Wait until the broker acknowledged every send so far; a failed one raises (nothing may be
         checkpointed after it). How many were waited for."""
+        if self.failure is not None:  # sticky: once an output is lost, no later checkpoint may cover it
+            raise self.failure
         pending, self._pending = self._pending, []
         self.producer.flush()
         for future in pending:
             if future.failed():
+                self.failure = future.exception
                 raise future.exception
         return len(pending)
 

@@ -93,6 +93,7 @@ class DirectWorker:
         signal.signal(signal.SIGINT, stop)
 
     def run(self) -> None:
+        clean = False
         try:
             while not self.stopping:
                 polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
@@ -101,8 +102,11 @@ class DirectWorker:
                 if polled:
                     self.process(polled)
                 self.tick()
+            clean = True
         finally:
-            self.close()
+            # After an error (a refused output, a batch half processed) the states hold work whose outputs may
+            # be lost: no last checkpoint then; the restart resumes from the previous one and produces them again.
+            self.close(checkpoint=clean)
 
     def process(self, polled: dict[TopicPartition, list[Any]]) -> None:
         """One fetched batch through the hosts, then the checkpoints it made due."""
@@ -246,13 +250,15 @@ class DirectWorker:
         else:
             self.consumer.seek(tp, position)
 
-    def close(self) -> None:
-        """A last checkpoint, a clean leave from the group, the producer closed."""
+    def close(self, checkpoint: bool = True) -> None:
+        """A last checkpoint (after a clean stop only), a clean leave from the group, the producer closed."""
         try:
             dirty = [slot for slot in self.slots() if slot.held]
-            if dirty and self.assigned:
+            if checkpoint and dirty and self.assigned:
                 self.checkpoint(dirty)
         finally:
+            if not checkpoint:
+                self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
             self.consumer.close(autocommit=False)
             self.producer.close()
         log.info("stopped")
