@@ -108,7 +108,8 @@ class CheckpointStore:
             if self.topic in set(client.list_topics()):
                 return
             config = {"cleanup.policy": "compact", "max.message.bytes": str(CHECKPOINT_MAX_BYTES),
-                      "segment.ms": "600000", "min.cleanable.dirty.ratio": "0.1"}
+                      "segment.ms": "600000", "segment.bytes": str(2 * CHECKPOINT_MAX_BYTES),
+                      "min.cleanable.dirty.ratio": "0.1"}
             with contextlib.suppress(TopicAlreadyExistsError):  # another worker won the race
                 client.create_topics([NewTopic(self.topic, 1, self.settings.replication_factor,
                                                topic_configs=config)])
