@@ -33,7 +33,8 @@ from dataclasses import replace
 from typing import Any
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
-from streams.core.prediction.base import JobPredictor, PredictionMethod, StatefulMethod
+from streams.core.prediction.base import JobPredictor, PredictionMethod
+from streams.core.prediction.members import MemberMethods
 from streams.core.prediction.threshold import Threshold
 
 
@@ -64,7 +65,7 @@ class AnyOfJob:
             member.learn(event)
 
 
-class AnyOfMethod:
+class AnyOfMethod(MemberMethods):
     """Flag a task when any of ``members`` (built methods) flags it (module doc)."""
 
     def __init__(self, members: Sequence[PredictionMethod], name: str) -> None:
@@ -77,25 +78,11 @@ class AnyOfMethod:
     def job(self, job_id: str, threshold: Threshold) -> AnyOfJob:
         return AnyOfJob(self, job_id, threshold)
 
-    def learn(self, event: Event) -> None:
-        for member in self.members:
-            member.learn(event)
-
-    def adopt(self, job: AnyOfJob) -> None:
-        """Bind a restored job predictor (and its members' job predictors) to this method."""
-        job.owner = self
-        for method, member in zip(self.members, job.members, strict=True):
-            adopt = getattr(method, "adopt", None)
-            if adopt is not None:
-                adopt(member)
-
     def snapshot(self) -> object:
         """Cluster-level state for a restart (``StatefulMethod``): each member's own."""
-        return [m.snapshot() if isinstance(m, StatefulMethod) else None for m in self.members]
+        return self.members_snapshot()
 
     def restore(self, state: object) -> None:
         if not isinstance(state, list) or len(state) != len(self.members):
             raise ValueError(f"not a snapshot of {self.name}")
-        for method, saved in zip(self.members, state, strict=True):
-            if saved is not None and isinstance(method, StatefulMethod):
-                method.restore(saved)
+        self.restore_members(state)

@@ -56,7 +56,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from streams.core.events import Event, JobFinish, StragglerPrediction, TaskCheckpoint, TaskFinish
-from streams.core.prediction.base import JobPredictor, PredictionMethod, StatefulMethod
+from streams.core.prediction.base import JobPredictor, PredictionMethod
+from streams.core.prediction.members import MemberMethods
 from streams.core.prediction.threshold import Threshold
 
 Counts = tuple[int, int, int, int]  # flags in time, false positives, late flags of stragglers, stragglers unflagged
@@ -136,7 +137,7 @@ def judge(durations: dict[str, float], first: dict[str, float]) -> Counts:
     return tp, fp, late, missed
 
 
-class SelectorMethod:
+class SelectorMethod(MemberMethods):
     """``select``: ``members`` (built methods) in shadow; follow the first until another one's per-job F1 in
     time beats the followed one's with confidence (module doc).
 
@@ -193,30 +194,16 @@ class SelectorMethod:
     def job(self, job_id: str, threshold: Threshold) -> SelectorJob:
         return SelectorJob(self, job_id, threshold)
 
-    def learn(self, event: Event) -> None:
-        for member in self.members:
-            member.learn(event)
-
-    def adopt(self, job: SelectorJob) -> None:
-        """Bind a restored job predictor (and its members' job predictors) to this method."""
-        job.owner = self
-        for method, member in zip(self.members, job.members, strict=True):
-            adopt = getattr(method, "adopt", None)
-            if adopt is not None:
-                adopt(member)
-
     def snapshot(self) -> object:
         """Cluster-level state for a restart (``StatefulMethod``): the members' own, the board, the leader."""
-        members = [m.snapshot() if isinstance(m, StatefulMethod) else None for m in self.members]
+        members = self.members_snapshot()
         return {"members": members, "counts": [list(c) for c in self._counts], "leader": self.leader_index,
                 "scores": [list(s) for s in self._scores]}  # fmt: skip
 
     def restore(self, state: object) -> None:
         if not isinstance(state, dict) or len(state.get("members", ())) != len(self.members):
             raise ValueError("not a snapshot of this selector")
-        for method, saved in zip(self.members, state["members"], strict=True):
-            if saved is not None and isinstance(method, StatefulMethod):
-                method.restore(saved)
+        self.restore_members(state["members"])
         self._counts = [list(c) for c in state["counts"]]
         self.leader_index = int(state["leader"])
         for scores, saved_scores in zip(self._scores, state.get("scores", [[] for _ in self.members]), strict=True):
