@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import os
 import time
 
 import faust
 from kafka.errors import KafkaError
 
-from streams import metrics
-from streams.agents.offsets import CHECK_EVERY_S, Offsets
+from streams.agents.offsets import CHECK_EVERY_S, Offsets, act_on
 from streams.agents.offsets import STALLED_EXIT as STALLED_EXIT  # re-exported: laggard worker's supervisor
 from streams.errors import BrokerUnavailable
 from streams.health import Health, ReadProgress
@@ -50,16 +47,6 @@ def register(app: faust.App, settings: Settings, health: Health, progress: ReadP
             log.warning("health check: the broker answers again after %.0f s", time.monotonic() - away.pop())
         assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment() if tp.topic in topics]
         verdict = progress.judge(assigned, ends, committed, time.monotonic(), time.time())
-        metrics.CONSUMER_LAG.clear()
-        for (topic, partition), lag in verdict.lag.items():
-            metrics.CONSUMER_LAG.labels(topic, str(partition)).set(lag)
-        if verdict.live is None and not any(verdict.lag.values()):
-            metrics.LAST_PROGRESS.set(time.time())
-        health.set(verdict.live, verdict.ready)
-        if verdict.live is not None and math.isfinite(progress.stall_after_s):
-            log.error("no progress: %s; exiting (code %d) so that the worker restarts and resumes from its "
-                      "checkpoints", verdict.live, STALLED_EXIT)
-            logging.shutdown()
-            os._exit(STALLED_EXIT)  # the client is wedged: a clean stop would wait on it
+        act_on(verdict, health, progress.stall_after_s)
 
     app.timer(interval=CHECK_EVERY_S, name="laggard_health_check")(check)

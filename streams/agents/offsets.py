@@ -4,18 +4,39 @@ either worker engine compares with what the worker read (streams.agents.monitor,
 from __future__ import annotations
 
 import contextlib
+import logging
+import math
+import os
+import time
 from typing import Any
 
 from kafka.errors import KafkaError
 from kafka.structs import TopicPartition
 
-from streams import kafka_clients
+from streams import kafka_clients, metrics
 from streams.errors import BrokerUnavailable
-from streams.health import Partition
+from streams.health import Health, Partition, Verdict
 from streams.settings import Settings
 
+log = logging.getLogger(__name__)
 STALLED_EXIT = 75  # EX_TEMPFAIL: try again
 CHECK_EVERY_S = 5.0
+
+
+def act_on(verdict: Verdict, health: Health, stall_after_s: float) -> None:
+    """A health check's verdict made visible (consumer lag, last progress, ``/livez`` and ``/readyz``); a worker
+    that is not live ends itself with ``STALLED_EXIT``: its checkpoints are in Kafka, so a restart resumes."""
+    metrics.CONSUMER_LAG.clear()
+    for (topic, partition), lag in verdict.lag.items():
+        metrics.CONSUMER_LAG.labels(topic, str(partition)).set(lag)
+    if verdict.live is None and not any(verdict.lag.values()):
+        metrics.LAST_PROGRESS.set(time.time())
+    health.set(verdict.live, verdict.ready)
+    if verdict.live is not None and math.isfinite(stall_after_s):
+        log.error("no progress: %s; exiting (code %d) so that the worker restarts and resumes from its "
+                  "checkpoints", verdict.live, STALLED_EXIT)
+        logging.shutdown()
+        os._exit(STALLED_EXIT)  # the client is wedged: a clean stop would wait on it
 
 
 class Offsets:

@@ -19,12 +19,12 @@ from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
-from streams.agents.records import observe
+from streams.agents.records import published
 from streams.core.events import Progress
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
-from streams.serde.topics import RANKING_FEED
+from streams.serde.topics import BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, NODE_CLASSES, NODE_SCORES, RANKING_FEED
 from streams.wiring import Wiring
 
 log = logging.getLogger(__name__)
@@ -70,23 +70,16 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     clear_on_revoke(app, idle, (RANKING_FEED.name,))
     lock = asyncio.Lock()  # one writer of the ranking at a time: the agent or the idleness timer
     outputs = Outputs()  # a checkpoint past a delta only once the delta is on the broker
+    wired = {NODE_SCORES.name: "node_scores", NODE_CLASSES.name: "node_classes",  # topic -> Wiring field
+             BLACKLIST_DELTAS.name: "blacklist_deltas", BLACKLIST_SNAPSHOT.name: "blacklist_snapshot"}
 
     async def publish(ranking: PublishedRanking, publications: list[Publication], last: RawEvent | None = None
                       ) -> None:
         for publication in publications:
             if last is not None:  # a catch-up publishes many rankings: the health check sees it working
                 processed(last, wiring.progress)
-            for score in publication.scores:
-                outputs.track(await send(wiring.node_scores, score.node_id, score))
-            for node_class in publication.node_classes:  # ML-NA only
-                outputs.track(await send(wiring.node_classes, node_class.node_id, node_class))
-            observe(publication)
-            if publication.delta is not None and publication.snapshot is not None:
-                outputs.track(await send(wiring.blacklist_deltas, wiring.cluster_id, publication.delta))
-                outputs.track(await send(wiring.blacklist_snapshot, wiring.cluster_id, publication.snapshot))
-                metrics.DELTA_PUBLISHED.set(publication.delta.version)
-                log.info("blacklist v%d: +%s -%s", publication.delta.version,
-                         [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
+            for topic, key, record in published(publication, wiring.cluster_id):
+                outputs.track(await send(getattr(wiring, wired[topic]), key, record))
         warning = ranking.late_warning() if publications else None
         if warning is not None:
             log.warning(warning)

@@ -20,6 +20,7 @@ from typing import TypeVar, cast
 from streams import metrics
 from streams.core.events import DeadLetter, Event, validate
 from streams.core.publication import Publication
+from streams.serde import topics as registry
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -49,3 +50,19 @@ def observe(publication: Publication) -> None:
     metrics.NODES_SEEN.set(snapshot.nodes_seen)
     metrics.NODES_LISTED.labels("worker").set(len(snapshot.nodes))
     metrics.PERIOD_LAG.set(time.time() - publication.result.boundary_us / 1e6)
+
+
+def published(publication: Publication, cluster_id: str) -> list[tuple[str, str, object]]:
+    """What a ranked window sends, in order, as (topic, key, record): its changed node scores, its node classes
+    (ML-NA), and with a new version its delta, then its snapshot. Sets the window's gauges and logs a new version."""
+    out: list[tuple[str, str, object]] = [(registry.NODE_SCORES.name, s.node_id, s) for s in publication.scores]
+    out += [(registry.NODE_CLASSES.name, c.node_id, c) for c in publication.node_classes]
+    observe(publication)
+    delta, snapshot = publication.delta, publication.snapshot
+    if delta is not None and snapshot is not None:
+        out += [(registry.BLACKLIST_DELTAS.name, cluster_id, delta),
+                (registry.BLACKLIST_SNAPSHOT.name, cluster_id, snapshot)]
+        metrics.DELTA_PUBLISHED.set(delta.version)
+        log.info("blacklist v%d: +%s -%s", delta.version, [e.node_id for e in delta.added],
+                 [e.node_id for e in delta.removed])
+    return out

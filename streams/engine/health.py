@@ -10,15 +10,12 @@ longer than the stall timeout fails ``/livez`` too.
 from __future__ import annotations
 
 import logging
-import math
-import os
 import threading
 import time
 
 from kafka.errors import KafkaError
 
-from streams import metrics
-from streams.agents.offsets import CHECK_EVERY_S, STALLED_EXIT, Offsets
+from streams.agents.offsets import CHECK_EVERY_S, Offsets, act_on
 from streams.engine.worker import INPUTS, DirectWorker
 from streams.errors import BrokerUnavailable
 from streams.health import Health
@@ -47,17 +44,7 @@ def watch(worker: DirectWorker, health: Health, every_s: float = CHECK_EVERY_S) 
         assigned = [(tp.topic, tp.partition) for tp in worker.assigned]
         with worker.progress_lock:
             verdict = worker.progress.judge(assigned, ends, committed, time.monotonic(), time.time())
-        metrics.CONSUMER_LAG.clear()
-        for (topic, partition), lag in verdict.lag.items():
-            metrics.CONSUMER_LAG.labels(topic, str(partition)).set(lag)
-        if verdict.live is None and not any(verdict.lag.values()):
-            metrics.LAST_PROGRESS.set(time.time())
-        health.set(verdict.live, verdict.ready)
-        if verdict.live is not None and math.isfinite(worker.progress.stall_after_s):
-            log.error("no progress: %s; exiting (code %d) so that the worker restarts and resumes from its "
-                      "checkpoints", verdict.live, STALLED_EXIT)
-            logging.shutdown()
-            os._exit(STALLED_EXIT)  # the client is wedged: a clean stop would wait on it
+        act_on(verdict, health, worker.progress.stall_after_s)
 
     def forever() -> None:
         while True:

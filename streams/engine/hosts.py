@@ -16,7 +16,7 @@ from typing import Any, Generic, TypeVar
 from streams import kafka_clients, metrics
 from streams.agents.envelope import Stateful, unpack
 from streams.agents.idle_rules import IdleClock, rank_without_idle, release_job_stream_if_idle, warn_once_if_waiting
-from streams.agents.records import dead_letter, observe, reason_to_refuse
+from streams.agents.records import dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, ranking_config
 from streams.core.events import Event
 from streams.core.prediction.base import PredictionContext
@@ -219,21 +219,11 @@ class RankHost(Host[PublishedRanking]):
 
     def publish(self, ranking: PublishedRanking, publications: list[Publication],
                 noted: Callable[[], None] | None = None) -> None:
-        send = self.outbox.send
         for publication in publications:
             if noted is not None:
                 noted()
-            for score in publication.scores:
-                send(registry.NODE_SCORES.name, score.node_id, score)
-            for node_class in publication.node_classes:  # ML-NA only
-                send(registry.NODE_CLASSES.name, node_class.node_id, node_class)
-            observe(publication)
-            if publication.delta is not None and publication.snapshot is not None:
-                send(registry.BLACKLIST_DELTAS.name, self.cluster_id, publication.delta)
-                send(registry.BLACKLIST_SNAPSHOT.name, self.cluster_id, publication.snapshot)
-                metrics.DELTA_PUBLISHED.set(publication.delta.version)
-                log.info("blacklist v%d: +%s -%s", publication.delta.version,
-                         [e.node_id for e in publication.delta.added], [e.node_id for e in publication.delta.removed])
+            for topic, key, record in published(publication, self.cluster_id):
+                self.outbox.send(topic, key, record)
         warning = ranking.late_warning() if publications else None
         if warning is not None:
             log.warning(warning)
