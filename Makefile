@@ -71,13 +71,13 @@ integration: venv kafka-jars
 	$(LAGGARD) kafka start --port $$port --controller-port $$cport --data-dir $(TEST_DATA_DIR); \
 	trap '$(LAGGARD) kafka stop --port '"$$port"' --data-dir $(TEST_DATA_DIR)' EXIT; \
 	LAGGARD_BOOTSTRAP_SERVERS=127.0.0.1:$$port LAGGARD_TRACES_DIR=$(TRACES) LAGGARD_REQUIRE_BROKER=1 \
-	    $(VENV)/bin/pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers --import-mode=importlib" \
+	    $(VENV)/bin/pytest -q -p no:cacheprovider -o addopts="-ra --strict-markers --import-mode=importlib" --durations=8 \
 	    --ignore=tests/integration/operations tests/integration
 
 # The heavy operational tier (README "Operating laggard"): each test starts and restarts brokers of its own.
 operations: venv kafka-jars yarn-jars
 	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q -p no:cacheprovider \
-	    -o addopts="-ra --strict-markers --import-mode=importlib" tests/integration/operations
+	    -o addopts="-ra --strict-markers --import-mode=importlib" --durations=8 tests/integration/operations
 
 test: lint unit integration operations
 
