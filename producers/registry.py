@@ -79,7 +79,9 @@ def open_trace(spec: str, traces_dir: Path | None = None) -> Trace:
     name = name.strip()
     if name not in _READERS:
         known = ", ".join(FORMATS)
-        raise ValueError(f"unknown trace format {name!r} in {spec!r}: expected FORMAT:PATH, FORMAT one of {known}")
+        hint = f" (a CSV file? write csv:{spec})" if spec.lower().endswith(".csv") and ":" not in spec else ""
+        raise ValueError(f"unknown trace format {name!r} in {spec!r}{hint}: expected FORMAT:PATH, "
+                         f"FORMAT one of {known}")
     if name == "synthetic":
         from producers.synthetic import SyntheticCluster, parse_config
 

@@ -17,6 +17,7 @@ from streams.core.events import TaskCheckpoint
     [
         ("parquet:/x", ValueError, "unknown trace format 'parquet'.*csv"),
         ("/just/a/path", ValueError, "unknown trace format"),
+        ("/data/jobs.csv", ValueError, r"a CSV file\? write csv:/data/jobs.csv"),
         ("csv", ValueError, "names no path: expected csv:PATH"),
         ("csv:", ValueError, "names no path"),
         ("csv:/no/such/file.csv", FileNotFoundError, "No such file"),
