@@ -19,6 +19,7 @@ not depend on the order in which contributions arrived.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -251,11 +252,12 @@ def combine(signed: list[_Signed]) -> Moments:
     >>> combine([(2, 1.5, 0.5), (1, 4.0, 0.0), (-1, 4.0, -0.0)])
     Moments(n=2, mean=1.5, m2=0.5)
     """
-    n = sum(t[0] for t in signed)
+    n = sum([t[0] for t in signed])
     if n <= 0:
         return EMPTY
-    mean = math.fsum(c * m for c, m, _ in signed) / n
-    m2 = math.fsum(q + c * (m - mean) ** 2 for c, m, q in signed)
+    exact: Callable[[Iterable[float]], float] = sum if len(signed) <= 2 else math.fsum  # <= 2: the same bits
+    mean = exact([c * m for c, m, _ in signed]) / n
+    m2 = exact([q + c * (m - mean) ** 2 for c, m, q in signed])
     return Moments(n, mean, max(m2, 0.0))
 
 
