@@ -2,6 +2,7 @@
 
     python scripts/prediction_default.py                 # about 10 minutes on one core
     python scripts/prediction_default.py --json > out.json
+    python scripts/prediction_default.py --json --cache /tmp/flags   # members' flags kept: reruns take ~3 min
 
 Families: ``select`` (Spark's rules, ``spark-node`` and ``hazard`` in shadow; which member comes first, its
 confidence ``z``, ``min_jobs`` and its hazard's p are the grid), Spark's q0.75/m1.5 and q0.9/m3 rules,
@@ -14,7 +15,9 @@ member runs once per trace; ``select``'s configurations are replayed from their 
 (``streams.core.evaluation.shadow``, equal to running ``select``).
 
 Every choice is made on data other than what is reported: per family, the configuration whose worst lead
-over Spark's q0.75 rule (mean F1 in time) across the tuning sets is largest, ties to the first. The tuning
+over Spark's q0.75 rule across the tuning sets is largest, a lead being the mean per-job lead in F1 in time
+less one standard error (``--choose-z``), so that a lead the jobs disagree on (three Google jobs) does not
+decide; ties to the first. The tuning
 sets are the synthetic cluster's tuning seeds (``--tune``, default 101-105), the same seeds in "blind" form
 (the tasks' progress and cpu telemetry withheld, so a task does not reveal its own slowness, as on Google,
 and only its node's past does) and the Google jobs other than the one reported (leave-one-job-out; for a
