@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     parser.add_argument("--cache", type=Path, help="keep each trace's member flags here (reused when present)")
     parser.add_argument("--choose-z", type=float, default=CHOOSE_Z,
-                        help="standard errors of the paired per-job lead taken off before choosing (0: the mean)")
+                        help="standard errors taken off the mean per-job lead before choosing (0: none)")  # fmt: skip
     args = parser.parse_args(argv)
     CHOOSE_Z = args.choose_z
     if args.cache is not None:
