@@ -2,6 +2,7 @@
 
     python scripts/prediction_default.py                 # about 10 minutes on one core
     python scripts/prediction_default.py --json > out.json
+    python scripts/prediction_default.py --json --cache /tmp/flags   # members' flags kept: reruns take ~3 min
 
 Families: ``select`` (Spark's rules, ``spark-node`` and ``hazard`` in shadow; which member comes first, its
 confidence ``z``, ``min_jobs`` and its hazard's p are the grid), Spark's q0.75/m1.5 and q0.9/m3 rules,
@@ -14,7 +15,9 @@ member runs once per trace; ``select``'s configurations are replayed from their 
 (``streams.core.evaluation.shadow``, equal to running ``select``).
 
 Every choice is made on data other than what is reported: per family, the configuration whose worst lead
-over Spark's q0.75 rule (mean F1 in time) across the tuning sets is largest, ties to the first. The tuning
+over Spark's q0.75 rule across the tuning sets is largest, a lead being the mean per-job lead in F1 in time
+less one standard error (``--choose-z``), so that a lead the jobs disagree on (three Google jobs) does not
+decide; ties to the first. The tuning
 sets are the synthetic cluster's tuning seeds (``--tune``, default 101-105), the same seeds in "blind" form
 (the tasks' progress and cpu telemetry withheld, so a task does not reveal its own slowness, as on Google,
 and only its node's past does) and the Google jobs other than the one reported (leave-one-job-out; for a
@@ -27,11 +30,15 @@ slowdown) and a cluster of a shape never used before (``--unseen``: memory conte
 from __future__ import annotations
 
 import argparse
+import hashlib
+import math
+import pickle
 import statistics
 import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -96,6 +103,15 @@ def load(spec: str) -> dict[str, list[Event]]:
     return jobs
 
 
+CACHE: Path | None = None  # --cache: the members' flags per trace, kept between runs
+
+
+def _cache_path(spec: str) -> Path | None:
+    if CACHE is None:
+        return None
+    return CACHE / (hashlib.sha1(spec.encode()).hexdigest()[:16] + ".pickle")
+
+
 def score_trace(spec: str) -> Table:
     """Every family's configurations on one trace: each member run once, ``select`` replayed from them."""
     jobs = load(spec)
@@ -106,11 +122,17 @@ def score_trace(spec: str) -> Table:
         thresholds: dict[str, Threshold] = {j: JobP90() for j in prepared}
         return shadow.first_flags(build_method(method, PredictionContext(params=params)), scored, thresholds)
 
-    flags = {name: run(name, {}) for name in (BASELINE, "spark-q0.9-m3", "node-slow")}
-    flags["spark-node"] = shadow.any_of(flags[BASELINE], flags["node-slow"])
-    for p in HAZARD_P:
-        for nodes in (0, 1, 2):
-            flags[_hazard(p, nodes)] = run("hazard", {"hazard_p": p, "node_features": nodes})
+    cached = _cache_path(spec)
+    if cached is not None and cached.exists():
+        flags = pickle.loads(cached.read_bytes())
+    else:
+        flags = {name: run(name, {}) for name in (BASELINE, "spark-q0.9-m3", "node-slow")}
+        flags["spark-node"] = shadow.any_of(flags[BASELINE], flags["node-slow"])
+        for p in HAZARD_P:
+            for nodes in (0, 1, 2):
+                flags[_hazard(p, nodes)] = run("hazard", {"hazard_p": p, "node_features": nodes})
+        if cached is not None:
+            cached.write_bytes(pickle.dumps(flags))
     for config in SELECT_GRID:
         first = SELECT_FIRST[int(config["select_first"])]
         names = [first, *(n for n in (*SELECT_FIRST, "hazard") if n != first)]
@@ -137,11 +159,22 @@ def mean(table: Table, label: str, keys: Sequence[str], field: str = "f1_in_time
     return statistics.fmean(getattr(table[label][k], field) for k in keys)
 
 
+CHOOSE_Z = 1.0  # --choose-z: standard errors taken off a configuration's lead before comparing (0: the bare mean)
+
+
+def lead_bound(table: Table, label: str, keys: Sequence[str], z: float) -> float:
+    """Mean per-job lead of ``label`` over Spark q0.75 in F1 in time on ``keys``, less ``z`` standard errors."""
+    leads = [table[label][k].f1_in_time - table[BASELINE][k].f1_in_time for k in keys]
+    spread = statistics.stdev(leads) / math.sqrt(len(leads)) if len(leads) > 1 else 0.0
+    return statistics.fmean(leads) - z * spread
+
+
 def choose(table: Table, labels: Sequence[str], tuning: Sequence[Sequence[str]]) -> str:
-    """The label whose worst lead over Spark q0.75 across the tuning sets is largest (module doc)."""
+    """The label whose worst lead over Spark q0.75 across the tuning sets, less ``CHOOSE_Z`` standard errors,
+    is largest; ties to the first (module doc)."""
 
     def worst(label: str) -> float:
-        return min(mean(table, label, keys) - mean(table, BASELINE, keys) for keys in tuning)
+        return min(lead_bound(table, label, keys, CHOOSE_Z) for keys in tuning)
 
     return max(labels, key=worst)
 
@@ -165,6 +198,7 @@ def report(table: Table, groups: dict[str, list[str]], tuning_for: dict[str, lis
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CACHE, CHOOSE_Z
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--google", default=GOOGLE, help="the Google usage series (FORMAT:PATH)")
     parser.add_argument("--synthetic", default=SYNTHETIC, help="the synthetic cluster, without seed")
@@ -175,7 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", default="6-10", help="fresh seeds of --synthetic and of --variant")
     parser.add_argument("--unseen-seeds", default="41-45", help="seeds of --unseen (full and blind)")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    parser.add_argument("--cache", type=Path, help="keep each trace's member flags here (reused when present)")
+    parser.add_argument("--choose-z", type=float, default=CHOOSE_Z,
+                        help="standard errors taken off the mean per-job lead before choosing (0: none)")  # fmt: skip
     args = parser.parse_args(argv)
+    CHOOSE_Z = args.choose_z
+    if args.cache is not None:
+        args.cache.mkdir(parents=True, exist_ok=True)
+        CACHE = args.cache
     try:
         tune = [f"{args.synthetic},seed={s}" for s in seeds(args.tune)]
         blind_tune = [f"blind:{spec}" for spec in tune]

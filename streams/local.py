@@ -3,7 +3,9 @@
 Events are routed to ``partitions`` normalising stages by job id exactly as Kafka's default partitioner would
 route them on ``task-events``, so a run with the partition count of a Kafka deployment publishes the same
 deltas as that deployment (tests/integration holds them against each other). With one partition (the
-default) it is simply the whole trace in event-time order.
+default) it is simply the whole trace in event-time order. A ``PredictorFleet`` given as ``predictor`` runs
+beside them (what ``predict_stragglers`` does on a worker) and sees each ranking's node evidence as it is
+published (its context's ``ClusterView``: each node's window mean z and the blacklist).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from streams.core.events import (
     Event,
     NodeClass,
     NormalizedTask,
+    StragglerPrediction,
     validate,
 )
+from streams.core.prediction.fleet import PredictorFleet
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankResult, RankStage, boundary_at_or_before
@@ -55,7 +59,8 @@ class LocalPipeline:
 
     def __init__(self, settings: Settings, partitions: int = 1,
                  on_ranking: Callable[[RankResult], None] | None = None,
-                 on_samples: Callable[[list[NormalizedTask]], None] | None = None) -> None:
+                 on_samples: Callable[[list[NormalizedTask]], None] | None = None,
+                 predictor: PredictorFleet | None = None) -> None:  # fmt: skip
         self.config = ranking_config(settings)
         self.partitions = partitions
         period, idle = self.config.period_us, job_idle_timeout_us(settings)
@@ -68,6 +73,8 @@ class LocalPipeline:
         self.on_samples = on_samples  # the final z-values, as node-samples carries them
         self.last_ranking: RankResult | None = None
         self.node_classes: dict[str, NodeClass] = {}  # ML-NA: the latest class of each node, as node-classes keeps
+        self.predictor = predictor
+        self.flags: list[StragglerPrediction] = []  # the predictor's flags, in order
 
     @property
     def rank_stage(self) -> RankStage:
@@ -86,6 +93,8 @@ class LocalPipeline:
             return []
         self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
         observe_task(self.rank_stage.ranker.detector, event)  # running-task evidence (detectors that watch it)
+        if self.predictor is not None and (flag := self.predictor.step(event)) is not None:
+            self.flags.append(flag)
         stage = self._stages[partition_for(event.job_id, self.partitions)]
         return self._forward(stage.process(event))
 
@@ -128,6 +137,8 @@ class LocalPipeline:
             self.counts.rankings += 1
             self.last_ranking = publication.result
             self.node_classes.update((c.node_id, c) for c in publication.node_classes)
+            if self.predictor is not None:
+                self.predictor.context.cluster.observe(publication.result.ranking)
             if self.on_ranking is not None:
                 self.on_ranking(publication.result)
             if publication.delta is not None:

@@ -109,10 +109,10 @@ class Settings(BaseSettings):
 
     # --- Prediction (SPEC 4) ----------------------------------------------------------------
     # "select" by held-out measurement (scripts/prediction_default.py; in-time F1 = flags early enough that a
-    # relaunched copy would win): Spark's q0.9/m3 rule until another member (Spark q0.75, spark-node, hazard) pays
-    # off better on ended jobs. Held out, JCT shorter on every set; in-time F1 above Spark q0.75's on 5 of 7 sets
-    # (synthetic 0.61 vs 0.33, blind 0.38 vs 0.33), below on the four Google jobs (0.28 vs 0.31) and one blind
-    # cluster never tuned on (0.50 vs 0.55); README "What the measurements say".
+    # relaunched copy would win): Spark's q0.75/m1.5 rule until another member (Spark q0.9, spark-node, hazard)
+    # pays off better on ended jobs. Held out, JCT shorter on every set; in-time F1 above Spark q0.75's on 5 of 7
+    # sets (synthetic 0.63 vs 0.33, blind 0.40 vs 0.33), equal on the four Google jobs (0.31) and below on one
+    # blind cluster never tuned on (0.52 vs 0.55); README "What the measurements say".
     prediction_method: str = Field("select", description="the worker's straggler predictor, a name of "
                                                              "streams.core.prediction.registry.PREDICTORS (laggard "
                                                              "eval --help lists them), or off")

@@ -24,19 +24,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint
 from streams.core.prediction.threshold import Threshold
+
+if TYPE_CHECKING:
+    from streams.core.ranking import Ranking
 
 
 @dataclass
 class ClusterView:
     """What the rest of laggard knows about nodes, for node-aware predictors: each node's current window
-    mean z (its score in the ranking) and the current blacklist. Drivers update it as rankings come."""
+    mean z (its score in the ranking) and the current blacklist. Drivers update it as rankings come
+    (``observe``); methods built for a context hold the same view, so they see every update.
+
+    >>> from streams.core.ranking import NodeRank, Ranking
+    >>> from streams.core.windows import NodeStats
+    >>> view = ClusterView()
+    >>> slow = NodeRank("n1", NodeStats("n1", 9, 1.8, 0.4, 1.5, 2.1), 1, True, True, "slow")
+    >>> gone = NodeRank("n2", None, None, False, True, "listed, no sample in the window")
+    >>> view.observe(Ranking(0, 60, "pcores", (slow, gone), cap=2))
+    >>> view.node_mean_z, sorted(view.listed)
+    ({'n1': 1.8}, ['n1', 'n2'])
+    """
 
     node_mean_z: dict[str, float] = field(default_factory=dict)
     listed: frozenset[str] = frozenset()
+
+    def observe(self, ranking: Ranking) -> None:
+        """Take a new ranking's window: each ranked node's mean z (a node without samples in the window has
+        none) and the nodes it lists. Updated in place: every holder of this view sees it."""
+        self.node_mean_z.clear()
+        self.node_mean_z.update((row.node_id, row.stats.mean) for row in ranking.nodes if row.stats is not None)
+        self.listed = ranking.blacklist
 
 
 @dataclass(frozen=True)

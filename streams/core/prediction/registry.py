@@ -102,11 +102,11 @@ def _select(context: PredictionContext) -> PredictionMethod:
     from streams.core.prediction.selector import SelectorMethod
 
     # Defaults chosen on held-out data only (scripts/prediction_default.py: the configuration whose worst lead
-    # over Spark q0.75 across tuning seeds 101-105, their blind form and the Google jobs is largest): Spark's
-    # q0.9/m3 rule first, follow another member once its mean per-job lead over >= 3 ended jobs is positive
-    # (z 0), select's hazard node-aware with p 0.2.
+    # over Spark q0.75, less one standard error, across tuning seeds 101-105, their blind form and the Google
+    # jobs is largest): Spark's q0.75/m1.5 rule first, follow another member once its mean per-job lead over
+    # >= 3 ended jobs is positive (z 0), select's hazard node-aware with p 0.2.
     params = context.params
-    first = SELECT_MEMBERS[int(params.get("select_first", 0))]
+    first = SELECT_MEMBERS[int(params.get("select_first", 1))]
     names = (first, *(name for name in SELECT_MEMBERS if name != first))
     hazard = {"hazard_p": params.get("select_hazard_p", 0.2), "node_features": 1}
     inner = PredictionContext(context.initial_fraction, {**params, **hazard}, context.cluster, context.seed)
