@@ -31,6 +31,7 @@ from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, Refusal
 from streams.core.avoidance.calibration import (
     DEFAULT_BURST,
     DEFAULT_CALIBRATION_WINDOW,
+    DEFAULT_LEAST,
     DEFAULT_TOP,
     CalibratedBudget,
     restore_budget,
@@ -79,8 +80,11 @@ def calibration_options(command: Any) -> Any:
     command = click.option("--rate", type=click.FloatRange(0, 1), default=DEFAULT_RATE, show_default=True,
                            help="calibrated: tokens the refusal bucket earns per request (its long-run refused "
                                 "share at most)")(command)
+    command = click.option("--least", type=click.FloatRange(0, 1), default=DEFAULT_LEAST, show_default=True,
+                           help="calibrated: the top share refused with the token bucket empty")(command)
     return click.option("--top", type=click.FloatRange(0, 1), default=DEFAULT_TOP, show_default=True,
-                        help="calibrated: refuse a request whose score ranks in this top share")(command)
+                        help="calibrated: refuse a request whose score ranks in this top share (with the token "
+                             "bucket full; --least with it empty)")(command)
 
 
 def _window(text: str, allow_off: bool = True) -> str:
@@ -100,7 +104,7 @@ def make_budget(share: float, window: str, calibration: dict[str, Any] | None = 
     settings, else a first-come budget (None with ``--budget-window off``)."""
     if calibration is not None and calibration.pop("calibrated"):
         return CalibratedBudget(calibration["rate"], calibration["top"], calibration["calibration_window"],
-                                calibration["burst"])  # fmt: skip
+                                calibration["burst"], least=calibration["least"])  # fmt: skip
     if _window(window) == "off":
         return None
     count, window_us = parse_window(window)
@@ -150,7 +154,8 @@ def advise() -> None:
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
           min_leaf: int, repeats: int, targets: str, rule: str, one_threshold: bool, refusal_budget: str,
-          budget_share: float, budget_window: str, top: float, rate: float, calibration_window: int, burst: float,
+          budget_share: float, budget_window: str, top: float, least: float, rate: float, calibration_window: int,
+          burst: float,
           as_json: bool, plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")
@@ -161,7 +166,7 @@ def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, bud
     knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats,
                   targets=chosen, per_type=not one_threshold, rule=rule, refusal_budget=refusal_budget,
                   budget_share=budget_share, budget_window=_window(budget_window, allow_off=False),
-                  top=top, rate=rate, calibration_window=calibration_window, burst=burst)  # fmt: skip
+                  top=top, least=least, rate=rate, calibration_window=calibration_window, burst=burst)  # fmt: skip
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")
     if synthetic:

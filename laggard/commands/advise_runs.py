@@ -20,6 +20,7 @@ from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, Budget,
 from streams.core.avoidance.calibration import (
     DEFAULT_BURST,
     DEFAULT_CALIBRATION_WINDOW,
+    DEFAULT_LEAST,
     DEFAULT_TOP,
     CalibratedBudget,
 )
@@ -74,13 +75,14 @@ class Knobs:
     rank_window: int = DEFAULT_RANK_WINDOW  # ranked: predictions ranked against; escalate: decisions counted
     slope: float = 0.4  # escalate: z over the floor when the window refused its share (grows as fill squared)
     top: float = DEFAULT_TOP  # calibrated: refuse a request in this top share of the recent requests' scores
+    least: float = DEFAULT_LEAST  # calibrated: ... the top share with the token bucket empty (top: full)
     calibration_window: int = DEFAULT_CALIBRATION_WINDOW  # calibrated: requests ranked against
     rate: float = DEFAULT_RATE  # calibrated: tokens the refusal bucket earns per request
     burst: float = DEFAULT_BURST  # calibrated: tokens the bucket holds at most
     floor: float = 0.0  # calibrated: never refuse a straggling chance at or below this
 
     def make_calibrated(self) -> CalibratedBudget:
-        return CalibratedBudget(self.rate, self.top, self.calibration_window, self.burst)
+        return CalibratedBudget(self.rate, self.top, self.calibration_window, self.burst, least=self.least)
 
     def make_budget(self) -> RefusalBudget:
         window, window_us = parse_window(self.budget_window)
@@ -360,8 +362,9 @@ def _budget_doc(knobs: Knobs, mode: str) -> dict[str, Any] | None:
     if mode == "escalate":
         document |= {"slope": knobs.slope, "rank_window": knobs.rank_window}
     if mode == "calibrated":
-        document = {"mode": mode, "rate": knobs.rate, "top": knobs.top, "window": knobs.calibration_window,
-                    "window_us": None, "burst": knobs.burst, "floor": knobs.floor}  # fmt: skip
+        document = {"mode": mode, "rate": knobs.rate, "top": knobs.top, "least": knobs.least,
+                    "window": knobs.calibration_window, "window_us": None, "burst": knobs.burst,
+                    "floor": knobs.floor}  # fmt: skip
     return document
 
 

@@ -160,7 +160,7 @@ class Adviser:
             if a.listed or a.expected_z is None:
                 settled.append(a)
                 continue
-            words = f"{path_words(a.path) or 'a tree with one leaf'}: {self._value_words(a.expected_z)} "
+            words = f"{path_words(a.path) or 'a tree with one leaf'}: {self._value_words(a.expected_z)}, "
             words += calibration.words(a.expected_z).partition(" ")[2]
             if want and not paid:
                 words += ", but no token left to refuse it"
