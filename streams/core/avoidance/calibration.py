@@ -114,10 +114,11 @@ class CalibratedBudget:
 
     def words(self, value: float | None = None) -> str:
         """Where ``value`` ranks and what the bucket holds, for an advice's reason."""
+        now, tokens = 100 * self.current_top(), f"{self.tokens:.2f} tokens left"
+        if not self._scores:
+            return f"{'' if value is None else f'{value:.2f}: '}no recent requests to rank it among yet, {tokens}"
         ranked = "" if value is None else f"{value:.2f}: {100 * self.top_share(value):.0f} % of "
-        now = 100 * self.current_top()
-        return f"{ranked}the last {len(self._scores)} requests scored higher (refused below {now:.0f} %), " + \
-            f"{self.tokens:.2f} tokens left"
+        return f"{ranked}the last {len(self._scores)} requests scored higher (refused below {now:.0f} %), {tokens}"
 
     def snapshot(self) -> dict[str, Any]:
         """The window (oldest first) and the bucket as a JSON-ready document (``restore`` reads it back)."""
