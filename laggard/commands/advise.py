@@ -141,24 +141,26 @@ def advise() -> None:
                    "the most tuning seeds, or lift the worst tuning seed's avoided share with --budget on every one")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
 @click.option("--refusal-budget", type=click.Choice(["auto", "on", "off", "ranked", "escalate", "calibrated"]),
-              default="off", show_default=True,
+              default=None,
               help="a running refusal budget (--budget-share of the last --budget-window placements) with lower "
                    "thresholds; ranked: refuse the worst of the recent predictions (safety and window chosen on "
                    "--tune-seeds) under the same cap; escalate: a threshold that climbs as the budget fills; "
                    "auto: the best on the worst tuning seed (traces: auto is off); calibrated: no threshold carried "
                    "over, refuse what ranks in the --top share of this cluster's recent requests, paid from a token "
-                   "bucket earning --rate a request (--tune-seeds unused)")
+                   "bucket earning --rate a request (--tune-seeds unused) [default: calibrated for synthetic, "
+                   "off for traces]")
 @budget_options
 @calibration_options
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
-          min_leaf: int, repeats: int, targets: str, rule: str, one_threshold: bool, refusal_budget: str,
+          min_leaf: int, repeats: int, targets: str, rule: str, one_threshold: bool, refusal_budget: str | None,
           budget_share: float, budget_window: str, top: float, least: float, rate: float, calibration_window: int,
           burst: float,
           as_json: bool, plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")
+    refusal_budget = refusal_budget or ("calibrated" if synthetic else "off")
     hours = learn_hours if learn_hours is not None else (1.0 if synthetic else 7.0)
     chosen = tuple(t.strip() for t in targets.split(",") if t.strip())
     if not chosen or any(t not in TARGETS for t in chosen):

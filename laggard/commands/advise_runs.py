@@ -291,7 +291,9 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
     and per day, and a pooled threshold let one of five clusters refuse more than the limit."""
     if knobs.refusal_budget == "calibrated":  # nothing is chosen on this cluster: the calibration is online
         target, threshold, table, mode = "p", knobs.floor, [], "calibrated"
-        click.echo(f"online calibration: {knobs.make_calibrated().words()}, no tuning seeds used", err=True)
+        click.echo(f"online calibration: refuse a chance in the top {knobs.top:.0%} (bucket full) to {knobs.least:.0%} "
+                   f"(empty) of the last {knobs.calibration_window} requests, {knobs.rate} tokens a request, "
+                   f"{knobs.burst:g} at most; no tuning seeds used", err=True)  # fmt: skip
         tune_seeds = []
     else:
         with warnings.catch_warnings():

@@ -14,7 +14,7 @@ SMALL = "synthetic:nodes=20,slow=0,jobs=60,shape=6,interarrival=45,load=2"
 
 def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> None:
     args = ["--seeds", "1-2", "--tune-seeds", "9", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1",
-            "--targets", "z,p"]
+            "--targets", "z,p", "--refusal-budget", "off"]
     result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args, "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
@@ -71,8 +71,7 @@ def test_queries_sharing_a_budget_state_file_stop_refusing_once_it_is_spent(tmp_
 
 
 def test_eval_with_the_online_calibration_tunes_nothing_and_reports_the_hindsight_ceilings() -> None:
-    args = ["--seeds", "1-2", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1",
-            "--refusal-budget", "calibrated", "--json"]  # fmt: skip
+    args = ["--seeds", "1-2", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1", "--json"]  # the default
     result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
