@@ -46,6 +46,7 @@ from prometheus_client import Counter
 from adapters.base import write_atomically
 from streams.core.avoidance.adviser import Advice, Adviser
 from streams.core.avoidance.budget import RefusalBudget
+from streams.core.avoidance.calibration import CalibratedBudget, restore_budget
 from streams.core.avoidance.features import task_type_of
 from streams.core.avoidance.status import NodeStatus, NodeStatusTracker
 from streams.core.events import NormalizedTask, TaskFinish, TaskStart
@@ -216,7 +217,7 @@ class LiveStatus:
     event time; the tracker tolerates that (a peak may be a few seconds early or late)."""
 
     def __init__(self, tracker: NodeStatusTracker, now_us: int = 0, offsets: dict[str, int] | None = None,
-                 budget: RefusalBudget | None = None) -> None:  # fmt: skip
+                 budget: RefusalBudget | CalibratedBudget | None = None) -> None:  # fmt: skip
         self.tracker, self.now_us, self.offsets = tracker, now_us, dict(offsets or {})
         self.budget = budget  # the adviser's refusal budget, saved and restored with the tracker
         self.lock = threading.Lock()
@@ -259,7 +260,7 @@ class LiveStatus:
                                  f"expected {STATE_FORMAT!r}")  # fmt: skip
             offsets = {str(key): int(value) for key, value in document["offsets"].items()}
             saved = document.get("budget")
-            budget = None if saved is None else RefusalBudget.restore(saved)
+            budget = None if saved is None else restore_budget(saved)
             return cls(NodeStatusTracker.restore(document["tracker"]), int(document["now_us"]), offsets, budget)
         except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
             log.warning("ignoring state file %s (%s): node status starts empty", path, exc)

@@ -28,6 +28,15 @@ from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.adviser import Adviser
 from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, RefusalBudget, parse_window
+from streams.core.avoidance.calibration import (
+    DEFAULT_BURST,
+    DEFAULT_CALIBRATION_WINDOW,
+    DEFAULT_LEAST,
+    DEFAULT_TOP,
+    CalibratedBudget,
+    restore_budget,
+)
+from streams.core.avoidance.calibration import DEFAULT_SHARE as DEFAULT_RATE
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.thresholds import TARGETS
 
@@ -52,6 +61,32 @@ def budget_options(command: Any) -> Any:
                         help="refuse only while at most this share of the window's placements was refused")(command)
 
 
+def calibrated_option(command: Any) -> Any:
+    """``--calibrated`` and the calibration's settings, for query and serve."""
+    command = calibration_options(command)
+    return click.option("--calibrated", is_flag=True,
+                        help="refuse by the online calibration (a request whose chance ranks in the --top share of "
+                             "the recent requests, paid from a token bucket) instead of --budget-share/window; "
+                             "--threshold is then a floor [default 0]")(command)  # fmt: skip
+
+
+def calibration_options(command: Any) -> Any:
+    """``--top``, ``--calibration-window``, ``--burst``: the online calibration's settings (chosen on the
+    synthetic cluster's tuning seeds 100-119, ``advise calibrate``)."""
+    command = click.option("--burst", type=click.FloatRange(min=1), default=DEFAULT_BURST, show_default=True,
+                           help="calibrated: tokens the refusal bucket holds at most")(command)
+    command = click.option("--calibration-window", type=click.IntRange(min=1), default=DEFAULT_CALIBRATION_WINDOW,
+                           show_default=True, help="calibrated: recent requests a score is ranked among")(command)
+    command = click.option("--rate", type=click.FloatRange(0, 1), default=DEFAULT_RATE, show_default=True,
+                           help="calibrated: tokens the refusal bucket earns per request (its long-run refused "
+                                "share at most)")(command)
+    command = click.option("--least", type=click.FloatRange(0, 1), default=DEFAULT_LEAST, show_default=True,
+                           help="calibrated: the top share refused with the token bucket empty")(command)
+    return click.option("--top", type=click.FloatRange(0, 1), default=DEFAULT_TOP, show_default=True,
+                        help="calibrated: refuse a request whose score ranks in this top share (with the token "
+                             "bucket full; --least with it empty)")(command)
+
+
 def _window(text: str, allow_off: bool = True) -> str:
     if allow_off and text.strip().lower() == "off":
         return "off"
@@ -63,8 +98,13 @@ def _window(text: str, allow_off: bool = True) -> str:
     return text
 
 
-def make_budget(share: float, window: str) -> RefusalBudget | None:
-    """The running refusal budget of query/serve (None with ``--budget-window off``)."""
+def make_budget(share: float, window: str, calibration: dict[str, Any] | None = None,
+                ) -> RefusalBudget | CalibratedBudget | None:  # fmt: skip
+    """The running refusal budget of query/serve: the online calibration when ``--calibrated`` gave its
+    settings, else a first-come budget (None with ``--budget-window off``)."""
+    if calibration is not None and calibration.pop("calibrated"):
+        return CalibratedBudget(calibration["rate"], calibration["top"], calibration["calibration_window"],
+                                calibration["burst"], least=calibration["least"])  # fmt: skip
     if _window(window) == "off":
         return None
     count, window_us = parse_window(window)
@@ -100,28 +140,35 @@ def advise() -> None:
               help="per-type thresholds: meet the acceptance (refused <= --budget, half the stragglers avoided) on "
                    "the most tuning seeds, or lift the worst tuning seed's avoided share with --budget on every one")
 @click.option("--one-threshold", is_flag=True, help="synthetic: one threshold for every task type")
-@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off", "ranked", "escalate"]), default="off",
-              show_default=True,
+@click.option("--refusal-budget", type=click.Choice(["auto", "on", "off", "ranked", "escalate", "calibrated"]),
+              default=None,
               help="a running refusal budget (--budget-share of the last --budget-window placements) with lower "
                    "thresholds; ranked: refuse the worst of the recent predictions (safety and window chosen on "
                    "--tune-seeds) under the same cap; escalate: a threshold that climbs as the budget fills; "
-                   "auto: the best on the worst tuning seed (traces: auto is off)")
+                   "auto: the best on the worst tuning seed (traces: auto is off); calibrated: no threshold carried "
+                   "over, refuse what ranks in the --top share of this cluster's recent requests, paid from a token "
+                   "bucket earning --rate a request (--tune-seeds unused) [default: calibrated for synthetic, "
+                   "off for traces]")
 @budget_options
+@calibration_options
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 @click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
-          min_leaf: int, repeats: int, targets: str, rule: str, one_threshold: bool, refusal_budget: str,
-          budget_share: float,
-          budget_window: str, as_json: bool, plot: str | None) -> None:  # fmt: skip
+          min_leaf: int, repeats: int, targets: str, rule: str, one_threshold: bool, refusal_budget: str | None,
+          budget_share: float, budget_window: str, top: float, least: float, rate: float, calibration_window: int,
+          burst: float,
+          as_json: bool, plot: str | None) -> None:  # fmt: skip
     """Stragglers avoided, placements refused and job time saved, against refusing as many at random."""
     synthetic = spec.startswith("synthetic:")
+    refusal_budget = refusal_budget or ("calibrated" if synthetic else "off")
     hours = learn_hours if learn_hours is not None else (1.0 if synthetic else 7.0)
     chosen = tuple(t.strip() for t in targets.split(",") if t.strip())
     if not chosen or any(t not in TARGETS for t in chosen):
         raise UserError(f"--targets must name some of {', '.join(TARGETS)}, not {targets!r}")
     knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats,
                   targets=chosen, per_type=not one_threshold, rule=rule, refusal_budget=refusal_budget,
-                  budget_share=budget_share, budget_window=_window(budget_window, allow_off=False))  # fmt: skip
+                  budget_share=budget_share, budget_window=_window(budget_window, allow_off=False),
+                  top=top, least=least, rate=rate, calibration_window=calibration_window, burst=burst)  # fmt: skip
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")
     if synthetic:
@@ -141,6 +188,10 @@ def _print_eval(document: dict[str, Any]) -> None:
     label = {"z": "z", "ratio": "x job median", "p": "straggling probability"}[document.get("target", "z")]
     limits = thresholds_text(document["threshold"])
     budget = document.get("refusal_budget")
+    if budget and budget["mode"] == "calibrated":
+        budget = None
+        limits = (f"{limits}, ranked in the top {document['refusal_budget']['top']:.0%} of the last "
+                  f"{document['refusal_budget']['window']} requests")  # fmt: skip
     window = budget and (f"{budget['window']} placements" if budget["window"] else f"{budget['window_us'] / 1e6:g} s")
     running = f"; refused only while at most {budget['share']:.1%} of the last {window}" if budget else ""
     table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits}{running})")
@@ -233,29 +284,32 @@ def target_option(command: Any) -> Any:
 @click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
 @click.option("--node", required=True, help="the node asked about")
 @click.option("--type", "task_type", default="all", show_default=True, help="the task's type")
-@click.option("--threshold", default="1.0", show_default=True,
+@click.option("--threshold", default=None,
               help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
-                   "--target p --threshold compute=0.30,memory=0.41)")
+                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated]")
 @target_option
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path), help="a file adapter's blacklist")
 @budget_options
+@calibrated_option
 @click.option("--budget-state", type=click.Path(dir_okay=False, path_type=Path),
               help="the refusal budget's window, read before (when it exists; its share and window win) and "
                    "written after this query, so a series of queries shares one budget")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
-def query(spec: str, node: str, task_type: str, threshold: str, target: str, cpu: float | None, memory: float | None,
-          blacklist: Path | None, budget_share: float, budget_window: str, budget_state: Path | None,
-          as_json: bool) -> None:  # fmt: skip
+def query(spec: str, node: str, task_type: str, threshold: str | None, target: str, cpu: float | None,
+          memory: float | None, blacklist: Path | None, budget_share: float, budget_window: str,
+          budget_state: Path | None,
+          as_json: bool, **calibration: Any) -> None:  # fmt: skip
     """One advice (one placement): allow or avoid NODE for a task of TYPE, on the node's status at the trace's
     end; a refusal the budget cannot pay for is an allowance that says so."""
     from adapters.extender import BlacklistFile
 
-    budget = make_budget(budget_share, budget_window)
+    threshold = threshold or ("0" if calibration["calibrated"] else "1.0")
+    budget = make_budget(budget_share, budget_window, calibration)
     if budget_state is not None and budget_state.exists():
         try:
-            budget = RefusalBudget.restore(orjson.loads(budget_state.read_bytes()))
+            budget = restore_budget(orjson.loads(budget_state.read_bytes()))
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
@@ -275,9 +329,9 @@ def query(spec: str, node: str, task_type: str, threshold: str, target: str, cpu
               help="FORMAT:PATH the trees learn from (and node status without --kafka)")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True)
-@click.option("--threshold", default="1.0", show_default=True,
+@click.option("--threshold", default=None,
               help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
-                   "--target p --threshold compute=0.30,memory=0.41)")
+                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated]")
 @target_option
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
               help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
@@ -289,9 +343,10 @@ def query(spec: str, node: str, task_type: str, threshold: str, target: str, cpu
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
               help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
 @budget_options
-def serve(spec: str, host: str, port: int, threshold: str, target: str, blacklist: Path | None, live: bool,
+@calibrated_option
+def serve(spec: str, host: str, port: int, threshold: str | None, target: str, blacklist: Path | None, live: bool,
           bootstrap: str | None, state_file: Path | None, metrics_port: int | None, budget_share: float,
-          budget_window: str) -> None:  # fmt: skip
+          budget_window: str, **calibration: Any) -> None:  # fmt: skip
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
     from aiohttp import web
 
@@ -300,7 +355,8 @@ def serve(spec: str, host: str, port: int, threshold: str, target: str, blacklis
     if state_file is not None and not live:
         raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
-    budget = make_budget(budget_share, budget_window)
+    threshold = threshold or ("0" if calibration["calibrated"] else "1.0")
+    budget = make_budget(budget_share, budget_window, calibration)
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
     adviser.budget = budget
     lock = None
@@ -327,7 +383,11 @@ def serve(spec: str, host: str, port: int, threshold: str, target: str, blacklis
             feed.stop()
 
         app.on_cleanup.append(stop_feed)
-    spent = f"; refusal budget: at most {adviser.budget.words()[len('budget spent: '):]}" if adviser.budget else ""
+    spent = ""
+    if isinstance(adviser.budget, RefusalBudget):
+        spent = f"; refusal budget: at most {adviser.budget.words()[len('budget spent: '):]}"
+    elif adviser.budget is not None:
+        spent = f"; online calibration: {adviser.budget.words()}"
     click.echo(f"scheduler extender on http://{host}:{port} (filter, prioritize, healthz){spent}", err=True)
     web.run_app(app, host=host, port=port, print=None)
 

@@ -17,12 +17,21 @@ import click
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, Budget, RefusalBudget, parse_window
+from streams.core.avoidance.calibration import (
+    DEFAULT_BURST,
+    DEFAULT_CALIBRATION_WINDOW,
+    DEFAULT_LEAST,
+    DEFAULT_TOP,
+    CalibratedBudget,
+)
+from streams.core.avoidance.calibration import DEFAULT_SHARE as DEFAULT_RATE
 from streams.core.avoidance.evaluation import (
     AdviceScore,
     Sample,
     assess,
     choose_threshold,
     collect_samples,
+    hindsight_ceilings,
     metrics_by_type,
     prequential_cart,
     prequential_hoeffding,
@@ -65,6 +74,15 @@ class Knobs:
     rank_safety: float = DEFAULT_SAFETY  # ranked: refuse the worst share x safety of the recent predictions
     rank_window: int = DEFAULT_RANK_WINDOW  # ranked: predictions ranked against; escalate: decisions counted
     slope: float = 0.4  # escalate: z over the floor when the window refused its share (grows as fill squared)
+    top: float = DEFAULT_TOP  # calibrated: refuse a request in this top share of the recent requests' scores
+    least: float = DEFAULT_LEAST  # calibrated: ... the top share with the token bucket empty (top: full)
+    calibration_window: int = DEFAULT_CALIBRATION_WINDOW  # calibrated: requests ranked against
+    rate: float = DEFAULT_RATE  # calibrated: tokens the refusal bucket earns per request
+    burst: float = DEFAULT_BURST  # calibrated: tokens the bucket holds at most
+    floor: float = 0.0  # calibrated: never refuse a straggling chance at or below this
+
+    def make_calibrated(self) -> CalibratedBudget:
+        return CalibratedBudget(self.rate, self.top, self.calibration_window, self.burst, least=self.least)
 
     def make_budget(self) -> RefusalBudget:
         window, window_us = parse_window(self.budget_window)
@@ -81,7 +99,8 @@ class Knobs:
     def make(self, mode: str) -> Budget | None:
         """The running budget of ``mode`` (off: none)."""
         makers: dict[str, Callable[[], Budget]] = {
-            "on": self.make_budget, "ranked": self.make_ranked, "escalate": self.make_escalating}  # fmt: skip
+            "on": self.make_budget, "ranked": self.make_ranked, "escalate": self.make_escalating,
+            "calibrated": self.make_calibrated}  # fmt: skip
         return makers[mode]() if mode in makers else None
 
 
@@ -270,14 +289,21 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
 
     The refusal budget must hold on every tuning seed, not on their pool: an operator's limit is per cluster
     and per day, and a pooled threshold let one of five clusters refuse more than the limit."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        target, threshold, table, mode, knobs = choose_on_tuning(
-            [load_samples(seeded(spec, seed))[0] for seed in tune_seeds], knobs)
-    running = {"off": "", "on": f", running budget {knobs.make_budget().words()[len('budget spent: '):]}",
-               "ranked": f", ranked budget (safety {knobs.rank_safety}, window {knobs.rank_window})",
-               "escalate": f", escalating budget (slope {knobs.slope}, window {knobs.rank_window})"}[mode]
-    click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}{running}", err=True)
+    if knobs.refusal_budget == "calibrated":  # nothing is chosen on this cluster: the calibration is online
+        target, threshold, table, mode = "p", knobs.floor, [], "calibrated"
+        click.echo(f"online calibration: refuse a chance in the top {knobs.top:.0%} (bucket full) to {knobs.least:.0%} "
+                   f"(empty) of the last {knobs.calibration_window} requests, {knobs.rate} tokens a request, "
+                   f"{knobs.burst:g} at most; no tuning seeds used", err=True)  # fmt: skip
+        tune_seeds = []
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            target, threshold, table, mode, knobs = choose_on_tuning(
+                [load_samples(seeded(spec, seed))[0] for seed in tune_seeds], knobs)
+        running = {"off": "", "on": f", running budget {knobs.make_budget().words()[len('budget spent: '):]}",
+                   "ranked": f", ranked budget (safety {knobs.rank_safety}, window {knobs.rank_window})",
+                   "escalate": f", escalating budget (slope {knobs.slope}, window {knobs.rank_window})"}[mode]
+        click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}{running}", err=True)
     rows, errors = [], []
     for seed in seeds:
         samples, _ = load_samples(seeded(spec, seed))
@@ -288,7 +314,9 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
             advised = predictions if target == "z" else _predict(samples, knobs, target)
             hoeffding = prequential_hoeffding(samples, HoeffdingTrees())
         by_median, by_z = _assess_both(samples, advised, threshold, scored, knobs, seed, mode)
-        rows.append(_score_row(f"seed={seed}", by_median, by_z))
+        perfect, trees = hindsight_ceilings(advised, scored, stragglers_by_median(samples, knobs.ratio))
+        rows.append(_score_row(f"seed={seed}", by_median, by_z) | {"oracle_avoided_share_at_10": perfect,
+                                                                   "trees_hindsight_avoided_share_at_10": trees})
         index = [i for i, on in enumerate(scored) if on]
         for model, found in (("cart", predictions), ("hoeffding", hoeffding)):
             for row in metrics_rows(metrics_by_type(samples, index, [found[i] for i in index]), model):
@@ -335,6 +363,10 @@ def _budget_doc(knobs: Knobs, mode: str) -> dict[str, Any] | None:
         document |= {"rank_safety": knobs.rank_safety, "rank_window": knobs.rank_window}
     if mode == "escalate":
         document |= {"slope": knobs.slope, "rank_window": knobs.rank_window}
+    if mode == "calibrated":
+        document = {"mode": mode, "rate": knobs.rate, "top": knobs.top, "least": knobs.least,
+                    "window": knobs.calibration_window, "window_us": None, "burst": knobs.burst,
+                    "floor": knobs.floor}  # fmt: skip
     return document
 
 

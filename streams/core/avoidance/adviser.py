@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from streams.core.avoidance.budget import RefusalBudget
+from streams.core.avoidance.calibration import CalibratedBudget
 from streams.core.avoidance.features import describe, features
 from streams.core.avoidance.status import NodeStatus
 from streams.core.avoidance.trees import CartTrees, Split
@@ -93,7 +94,7 @@ class Adviser:
 
     def __init__(self, trees: CartTrees, threshold: float = 1.0, listed: Collection[str] = frozenset(),
                  thresholds: Mapping[str, float] | None = None,
-                 budget: RefusalBudget | None = None, label: str = "z") -> None:  # fmt: skip
+                 budget: RefusalBudget | CalibratedBudget | None = None, label: str = "z") -> None:  # fmt: skip
         self.trees, self.threshold, self.listed, self.budget = trees, threshold, frozenset(listed), budget
         self.label = label  # what the trees predict: z in the job, or p (the chance of straggling)
         self.thresholds = dict(thresholds or {})  # per task type, chosen on tuning clusters; else ``threshold``
@@ -139,6 +140,8 @@ class Adviser:
         saying so. Without a budget the advice is returned as it is (and nothing is counted)."""
         if self.budget is None:
             return list(advice)
+        if isinstance(self.budget, CalibratedBudget):
+            return self._calibrated(advice, self.budget)
         wanted = any(not a.allowed and not a.listed for a in advice)
         if self.budget.decide(at_us, wanted) or not wanted:
             return list(advice)
@@ -146,12 +149,38 @@ class Adviser:
         return [dataclasses.replace(a, verdict="allow", budget_spent=True, reason=f"{a.reason}, but {words}")
                 if not a.allowed and not a.listed else a for a in advice]  # fmt: skip
 
+    def _calibrated(self, advice: Sequence[Advice], calibration: CalibratedBudget) -> list[Advice]:
+        """The calibrated verdicts: a candidate is avoided when its expected value is above its type's
+        threshold (a floor here) and ranks in the calibration's top share of recent requests; one token pays
+        for the call. Every candidate's value then joins the calibration's window."""
+        wanted = [not a.listed and calibration.wants(a.expected_z, a.threshold) for a in advice]
+        paid = calibration.pay(any(wanted))
+        settled = []
+        for a, want in zip(advice, wanted, strict=True):
+            if a.listed or a.expected_z is None:
+                settled.append(a)
+                continue
+            words = f"{path_words(a.path) or 'a tree with one leaf'}: {self._value_words(a.expected_z)}, "
+            words += calibration.words(a.expected_z).partition(" ")[2]
+            if want and not paid:
+                words += ", but no token left to refuse it"
+            verdict: Verdict = "avoid" if want and paid else "allow"
+            settled.append(dataclasses.replace(a, verdict=verdict, budget_spent=want and not paid, reason=words))
+        for a in advice:
+            calibration.observe(a.expected_z)
+        return settled
+
+    def _value_words(self, value: float) -> str:
+        return f"straggling chance {value:.2f}" if self.label == "p" else f"expected {self.label} {value:+.2f}"
+
     def priority(self, advice: Advice) -> int:
         """0-10 for a scheduler extender's prioritize verb: higher is a better place for the task."""
         if advice.listed or (advice.expected_z is None and not advice.allowed):
             return 0
         if advice.expected_z is None:
             return MAX_PRIORITY // 2
+        if isinstance(self.budget, CalibratedBudget):  # its rank among recent requests: the top 1 % -> 0
+            return int(min(MAX_PRIORITY, round(MAX_PRIORITY * self.budget.top_share(advice.expected_z))))
         # expected z = threshold -> 0, z = 0 (the job's mean) -> 5, z = -threshold -> 10
         scale = max(abs(advice.threshold), 1e-9)
         score = MAX_PRIORITY / 2 * (1.0 - advice.expected_z / scale)

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from streams.core.avoidance.budget import Budget, refusals
+from streams.core.avoidance.calibration import CalibratedBudget
 from streams.core.avoidance.features import FEATURES, features, task_type_of
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.avoidance.trees import CartTrees, HoeffdingTrees, Matrix, Metrics, regression_metrics
@@ -249,9 +250,13 @@ def assess(
 ) -> AdviceScore:  # fmt: skip
     """Refuse every scored placement whose expected z exceeds ``threshold`` (one, or one per task type: a type
     without one is never refused) while ``budget`` (if any) pays for it, placements taken in entry order;
-    score it beside random refusals."""
+    score it beside random refusals. A ``CalibratedBudget`` first observes the
+    requests of the unscored (learning) placements, and earns their tokens, as a live adviser would."""
     limits = threshold if isinstance(threshold, Mapping) else {s.task_type: threshold for s in samples}
     keep = [i for i, on in enumerate(scored) if on]
+    if isinstance(budget, CalibratedBudget):  # it ranks against the learning hours' requests too
+        for index in sorted((i for i, on in enumerate(scored) if not on), key=lambda i: samples[i].start_us):
+            budget.observe(predictions[index], earn=True)
     chosen = refusals([predictions[i] for i in keep], [samples[i].task_type for i in keep],
                       [samples[i].start_us for i in keep], limits, budget)  # fmt: skip
     refuse = [False] * len(samples)
@@ -287,3 +292,27 @@ def assess(
         jobs_touched=len(cuts), jct_reduction=sum(cuts) / len(cuts) if cuts else None,
         null_reduction=sum(nulls) / len(nulls) if nulls else None,
     )  # fmt: skip
+
+
+def hindsight_ceilings(predictions: Predictions, scored: Sequence[bool], straggler: Sequence[bool],
+                       share: float = 0.10) -> tuple[float, float]:  # fmt: skip
+    """What refusing ``share`` of the scored placements could avoid, knowing the whole run: (an oracle that
+    refuses stragglers first, the trees' own top ``share`` of predictions -- ties at the boundary drawn
+    evenly). The first bounds any adviser, the second any calibration of these trees' predictions.
+
+    >>> hindsight_ceilings([0.9, 0.5, 0.5, 0.1], [True] * 4, [True, True, False, False], share=0.5)
+    (1.0, 0.75)
+    """
+    rows = [(-math.inf if p is None else p, s) for p, on, s in zip(predictions, scored, straggler, strict=True) if on]
+    stragglers = sum(s for _, s in rows)
+    if not stragglers:
+        return math.nan, math.nan
+    k = int(share * len(rows))
+    values = sorted((v for v, _ in rows), reverse=True)
+    if k == 0:
+        return 0.0, 0.0
+    edge = values[k - 1]
+    above = [s for v, s in rows if v > edge]
+    tied = [s for v, s in rows if v == edge]
+    trees = sum(above) + (k - len(above)) * sum(tied) / len(tied)
+    return min(1.0, k / stragglers), trees / stragglers

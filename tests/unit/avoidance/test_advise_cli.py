@@ -14,7 +14,7 @@ SMALL = "synthetic:nodes=20,slow=0,jobs=60,shape=6,interarrival=45,load=2"
 
 def test_eval_on_synthetic_seeds_prints_one_json_document_with_every_seed() -> None:
     args = ["--seeds", "1-2", "--tune-seeds", "9", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1",
-            "--targets", "z,p"]
+            "--targets", "z,p", "--refusal-budget", "off"]
     result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args, "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
@@ -68,6 +68,32 @@ def test_queries_sharing_a_budget_state_file_stop_refusing_once_it_is_spent(tmp_
     assert answers[0]["verdict"] == "avoid" and not answers[0]["budget_spent"]
     assert answers[1]["verdict"] == "allow" and answers[1]["budget_spent"]
     assert "budget spent: 10.0 % of the last 3000 placements refused" in answers[1]["reason"]
+
+
+def test_eval_with_the_online_calibration_tunes_nothing_and_reports_the_hindsight_ceilings() -> None:
+    args = ["--seeds", "1-2", "--learn-hours", "0.5", "--min-leaf", "20", "--repeats", "1", "--json"]  # the default
+    result = CliRunner().invoke(cli, ["advise", "eval", "--trace", SMALL, *args])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["tune_seeds"] == [] and document["refusal_budget"]["mode"] == "calibrated"
+    for run in document["runs"]:
+        assert run["refused_share"] > 0.0 and run["avoided_share"] > run["null_avoided_share"]
+        assert run["trees_hindsight_avoided_share_at_10"] <= run["oracle_avoided_share_at_10"] <= 1.0
+
+
+def test_queries_sharing_a_calibration_state_rank_each_chance_among_the_earlier_ones(tmp_path: Path) -> None:
+    state = tmp_path / "calibration.json"
+    answers = []
+    for node in ("node-01", "node-02", "node-03"):
+        args = ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", node, "--type", "compute", "--target", "p",
+                "--calibrated", "--budget-state", str(state), "--json"]  # fmt: skip
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        answers.append(json.loads(result.stdout))
+    assert "no recent requests to rank it among yet" in answers[0]["reason"]
+    assert "of the last 2 requests scored higher" in answers[2]["reason"]
+    saved = json.loads(state.read_text())
+    assert saved["format"] == "laggard-calibrated-budget/1" and saved["requests"] == 3 and len(saved["scores"]) == 3
 
 
 def test_bad_input_is_one_line_and_exit_1() -> None:
