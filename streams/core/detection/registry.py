@@ -70,12 +70,16 @@ RUNNING_Z_LONG = 4.5  # three ranking windows (5.25: 0 chance listings on hetero
 # released 1.3x nodes mid-fault 8 times over seeds 101-105, 2.0 4 times, 2.5 once (2x released 16 min median).
 RUNNING_Z_RELEASE, RUNNING_Z_RELEASE_FAST, RUNNING_RELEASE_TASKS = 1.5, 2.5, 5
 RUNNING_FAST_PERIOD_US = 60_000_000  # ranking periods up to this long use RUNNING_Z_RELEASE_FAST
+# Session 7: the window and three windows are judged for listing only every 5 minutes of event time, whatever
+# the period (their levels were set for 5-minute looks; looked at every minute they listed healthy nodes).
+RUNNING_LONG_EVERY_US = 5 * 60_000_000
 
 
 def running_detector(config: RankingConfig) -> RunningTaskDetector:
     window = config.window_size_us
     scales = {RunningScale(w, RUNNING_Z_SCAN) for w in RUNNING_SCAN_US if w < window}
-    scales |= {RunningScale(window), RunningScale(3 * window, RUNNING_Z_LONG)}
+    every = RUNNING_LONG_EVERY_US if window % RUNNING_LONG_EVERY_US == 0 else None
+    scales |= {RunningScale(window, every_us=every), RunningScale(3 * window, RUNNING_Z_LONG, every)}
     fast = config.period_us <= RUNNING_FAST_PERIOD_US
     return RunningTaskDetector(tuple(scales), z_list=RUNNING_Z, min_effect=RUNNING_MIN_EFFECT,
                                min_tasks=config.min_tasks, persistence=RUNNING_PERSISTENCE, quiet_us=window,

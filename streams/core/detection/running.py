@@ -73,10 +73,13 @@ _START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
 @dataclass(frozen=True, slots=True)
 class Scale:
     """Tasks started in the last ``window_us``; ``z``: the level a node must reach over it (None: the
-    detector's ``z_list``)."""
+    detector's ``z_list``); ``every_us``: judged for listing only at boundaries that are a multiple of it (None:
+    every boundary). A long window changes little in a minute, and each look is one more chance of a healthy
+    node's lucky high: its level is set for looks this far apart, whatever the ranking period."""
 
     window_us: int
     z: float | None = None
+    every_us: int | None = None
 
     @property
     def label(self) -> str:
@@ -247,14 +250,16 @@ class RunningTaskDetector:
 
     # --- judgement --------------------------------------------------------------------------------------------
 
-    def _clearly_slow(self, scale: Scale, tally: Tally) -> bool:
+    def _clearly_slow(self, scale: Scale, tally: Tally, end: int) -> bool:
+        if scale.every_us is not None and end % scale.every_us:
+            return False
         z = self.z_list if scale.z is None else scale.z
         return tally.tasks >= self.min_tasks and tally.z >= z and tally.effect >= self.min_effect
 
     def _judge(self, node: str, tallies: list[Tally], end: int) -> Evidence:
         warm = self._first_us is not None and end >= self._first_us + self.warmup_us
         hits = [(scale, t) for scale, t in zip(self.scales, tallies, strict=True)
-                if warm and self._clearly_slow(scale, t)]
+                if warm and self._clearly_slow(scale, t, end)]
         count, counted_at = self._streak.get(node, (0, -1))
         streak = count if counted_at == end else count + 1 if hits else 0
         self._streak[node] = (streak, end)

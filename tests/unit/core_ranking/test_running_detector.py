@@ -174,3 +174,17 @@ def test_the_running_policy_at_a_1_min_period_lists_a_2x_node_sooner_than_one_15
     single = [first_found(RunningTaskDetector((Scale(15 * MIN, 4.3), Scale(60 * MIN, 4.6)), z_list=4.6), seed)
               for seed in range(10, 16)]
     assert sum(scan) < sum(single) and all(a <= b for a, b in zip(scan, single, strict=True))
+
+
+def test_a_scale_looked_at_every_5_minutes_lists_only_on_those_boundaries() -> None:
+    # A long window judged every 5 minutes of event time gives a healthy node a fifth of the looks at its lucky
+    # highs: a node it would list at minute 63 is listed at minute 65, never between.
+    rng = random.Random(3)
+    events = sorted(cluster(range(0, 60), {}, rng) + cluster(range(60, 90), {"n02": 3.0}, rng),
+                    key=lambda e: e.ts_us)
+    every = every_minute(RunningTaskDetector((Scale(30 * MIN, 3.0),), z_list=3.0), events, 90)
+    sparse = every_minute(RunningTaskDetector((Scale(30 * MIN, 3.0, every_us=5 * MIN),), z_list=3.0), events, 90)
+    first = next(k + 1 for k, period in enumerate(every) if "n02" in period and period["n02"].suspect)
+    later = next(k + 1 for k, period in enumerate(sparse) if "n02" in period and period["n02"].suspect)
+    assert later % 5 == 0 and first <= later < first + 5
+    assert sum(e.suspect for p in sparse for e in p.values()) <= sum(e.suspect for p in every for e in p.values())
