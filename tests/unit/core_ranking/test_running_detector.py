@@ -157,7 +157,7 @@ def every_minute(det: RunningTaskDetector, events: list[Event], last: int) -> li
 def test_the_running_policy_at_a_1_min_period_lists_a_2x_node_sooner_than_one_15_min_window() -> None:
     # The policy's scan over 10-20 min scales finds a 2x node in fewer minutes after its onset than the single
     # 15-min scale it replaced, looked at just as often; neither suspects a healthy node.
-    from streams.core.detection.registry import running_detector
+    from streams.core.detection.registry import RUNNING_Z, RUNNING_Z_RELEASE_FAST, RUNNING_Z_SCAN, running_detector
     from streams.core.ranking_config import RankingConfig
 
     def first_found(det: RunningTaskDetector, seed: int) -> int:
@@ -169,9 +169,10 @@ def test_the_running_policy_at_a_1_min_period_lists_a_2x_node_sooner_than_one_15
         return next(k + 1 for k, period in enumerate(found) if "n07" in period and period["n07"].suspect) - 90
 
     policy = running_detector(RankingConfig(period_us=MIN))
-    assert policy.z_release == 2.5 and running_detector(RankingConfig()).z_release == 1.5
+    assert policy.z_release == RUNNING_Z_RELEASE_FAST > running_detector(RankingConfig()).z_release
     scan = [first_found(running_detector(RankingConfig(period_us=MIN)), seed) for seed in range(10, 16)]
-    single = [first_found(RunningTaskDetector((Scale(15 * MIN, 4.3), Scale(60 * MIN, 4.6)), z_list=4.6), seed)
+    single = [first_found(RunningTaskDetector((Scale(15 * MIN, RUNNING_Z_SCAN), Scale(60 * MIN)),
+                                             z_list=RUNNING_Z), seed)
               for seed in range(10, 16)]
     assert sum(scan) < sum(single) and all(a <= b for a, b in zip(scan, single, strict=True))
 
