@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -17,6 +18,12 @@ import numpy as np
 
 MIN = 60_000_000
 Rule = dict[int, tuple[float, int]]  # scale minutes -> (level, look every this many minutes)
+
+
+def _scenario(path: Path) -> str:
+    """``cpu-2x-101-c4-mean.npz`` -> ``cpu-2x``."""
+    match = re.match(r"^(.*?)-\d+(-.*)?$", path.stem)
+    return match.group(1) if match else path.stem
 
 
 def first_listing(data: dict[str, np.ndarray], rule: Rule, min_tasks: int = 5,
@@ -43,7 +50,7 @@ def evaluate(files: list[Path], rule: Rule) -> dict[str, list[float]]:
         data = dict(np.load(path))
         spans = json.loads(str(data["spans"]))
         first = first_listing(data, rule)
-        scenario = path.stem.rsplit("-", 1)[0]
+        scenario = _scenario(path)
         nodes = list(data["nodes"])
         chance = [n for i, n in enumerate(nodes) if first[i] >= 0 and n not in spans]
         out.setdefault(f"{scenario} chance", []).append(len(chance))
@@ -79,7 +86,7 @@ def max_z(files: list[Path], every: dict[int, int]) -> None:
         spans = json.loads(str(data["spans"]))
         if spans:
             continue
-        scenario = path.stem.rsplit("-", 1)[0]
+        scenario = _scenario(path)
         minutes = data["ends"] // MIN
         for j, m in enumerate(data["scales"]):
             ok = (data["tasks"][:, :, j] >= 5) & (data["effect"][:, :, j] >= 0.3) & (minutes >= 60)[:, None]
@@ -108,7 +115,7 @@ def replay_release(files: list[Path], rule: Rule, z_release: float, every: int =
         spans = json.loads(str(data["spans"]))
         if not spans:
             continue
-        scenario = path.stem.rsplit("-", 1)[0]
+        scenario = _scenario(path)
         nodes, scales, ends = list(data["nodes"]), list(data["scales"]), data["ends"]
         first = first_listing(data, rule)
         order = sorted(rule)

@@ -189,3 +189,36 @@ def test_a_scale_looked_at_every_5_minutes_lists_only_on_those_boundaries() -> N
     later = next(k + 1 for k, period in enumerate(sparse) if "n02" in period and period["n02"].suspect)
     assert later % 5 == 0 and first <= later < first + 5
     assert sum(e.suspect for p in sparse for e in p.values()) <= sum(e.suspect for p in every for e in p.values())
+
+
+def test_a_task_that_slows_mid_run_shows_it_at_its_next_report_against_its_own_earlier_rate() -> None:
+    # Jobs of 8 tasks, one per node, 10 to 22 minutes long (n0's 10); n0 turns 3x slow at minute 62, two minutes
+    # into its running task. Reports every minute. Projected at the recent rate, that task looks longer than any
+    # sibling two reports later (26 min); at the mean rate since its start (15 min), in the middle of them.
+    from streams.core.events import TaskCheckpoint
+
+    events: list[Event] = []
+    for j in range(14):
+        start = j * 5 * MIN
+        for i in range(8):
+            node, slow_from = f"n{i}", 62 * MIN if i == 0 else None
+            events.append(TaskStart(f"j{j}", str(i), 0, node, start + i))
+            done, t, rate = 0.0, start, 1.0 / ((10 + 2 * i) * MIN)
+            while done < 1.0 and t < start + 60 * MIN:
+                step = rate / 3 if slow_from is not None and t >= slow_from else rate
+                t += MIN
+                done = min(1.0, done + step * MIN)
+                if done < 1.0:
+                    events.append(TaskCheckpoint(f"j{j}", str(i), 0, node, t + i, t - start, {"progress": done}))
+            events.append(TaskFinish(f"j{j}", str(i), 0, node, t + i, t - start, Status.SUCCEEDED))
+    events.sort(key=lambda e: e.ts_us)
+
+    def score(recent: bool) -> float:
+        det = RunningTaskDetector((Scale(30 * MIN),), z_list=99.0, recent_rate=recent)
+        for event in events:
+            if event.ts_us < 65 * MIN:
+                observe_task(det, event)
+        return det.detect(WindowView(5 * MIN, 65 * MIN, {}))["n0"].score
+
+    recent, mean = score(True), score(False)
+    assert recent > mean + 0.1, (recent, mean)
