@@ -19,7 +19,11 @@ detectors were first tuned on), this models what an operator's cluster looks lik
   ``ramp_h`` (gradual: the stretch grows linearly from 1 to ``slowdown`` over ``ramp_h`` hours, in steps).
 * ``checkpoints`` (format key ``checkpoints=N``): a running task reports its progress (``TaskCheckpoint``,
   feature ``progress``: the share of its work done) every ``mean_task_s / N`` seconds, as Google's usage
-  series or Hadoop's heartbeats do; 0 (the suite's default) emits none.
+  series or Hadoop's heartbeats do; 0 (the suite's default) emits none. The share is computed from the
+  node's speed over the task's life, so a fault that begins mid-task bends its progress at the onset. It is
+  reported with noise (``progress_noise``, log scale ``s``): each task's reports follow a curve ``p ** g``
+  with ``g ~ exp(N(0, s))`` drawn per task (real progress scores are not linear in time: phases, skewed
+  input), each report times ``exp(N(0, s / 4))``; 0 reports the exact share.
 * ``ground_truth["slow_spans"]`` gives every faulty node's spans of active fault in event time
   (microseconds; the end None while it lasts to the end of the trace). Healthy hardware generations are
   not faults: a slower generation is "healthy" and must not be listed.
@@ -119,6 +123,7 @@ class Scenario:
     job_tasks: float = 20.0
     tags: tuple[str, ...] = field(default=())
     checkpoints: float = 0.0  # progress reports per mean task duration (0: none, as the suite's traces)
+    progress_noise: float = 0.2  # log-scale noise of reported progress (see the module text)
 
     def __post_init__(self) -> None:
         problems = [
@@ -129,6 +134,7 @@ class Scenario:
             self.slots < 1 and "slots must be at least 1",
             not 0 < self.load <= 1 and "load must be in (0, 1]",
             self.checkpoints < 0 and "checkpoints must be at least 0",
+            self.progress_noise < 0 and "progress_noise must be at least 0",
         ]
         for problem in problems:
             if problem:
@@ -272,6 +278,9 @@ class _Run:
         self.left: dict[str, int] = {}
         self.out: list[Event] = []
         self.every_us = round(sc.mean_task_s / sc.checkpoints * US_PER_S) if sc.checkpoints > 0 else 0
+        # Progress noise has its own streams, so checkpoints change nothing else in a trace.
+        self.reports = random.Random(f"{sc.name}/{sim.seed}/reports")
+        self.curves: dict[tuple[str, str], float] = {}
 
     def push(self, at: int, order: int, payload: Any) -> None:
         self.seq += 1
@@ -317,6 +326,7 @@ class _Run:
         job_id, task_id, node_name, start = payload
         self.by_name[node_name].free += 1
         self.out.append(TaskFinish(job_id, task_id, 0, node_name, now, now - start, Status.SUCCEEDED))
+        self.curves.pop((job_id, task_id), None)
         self.left[job_id] -= 1
         if not self.left[job_id]:
             del self.left[job_id]
@@ -326,8 +336,19 @@ class _Run:
     def _checkpoint(self, now: int, payload: tuple[str, str, str, int, float, float]) -> None:
         job_id, task_id, node_name, start, work, spread = payload
         node = self.by_name[node_name]
-        progress = node.progress(start, now, work, spread if node.memory else 1.0)
+        progress = self._reported(job_id, task_id, node.progress(start, now, work, spread if node.memory else 1.0))
         self.out.append(TaskCheckpoint(job_id, task_id, 0, node_name, now, now - start, {"progress": progress}))
+
+    def _reported(self, job_id: str, task_id: str, share: float) -> float:
+        """``share`` as reported: bent by the task's curve and scaled by this report's noise (module text)."""
+        noise = self.sim.scenario.progress_noise
+        if noise <= 0 or share <= 0:
+            return share
+        curve = self.curves.get((job_id, task_id))
+        if curve is None:
+            rng = random.Random(f"{self.sim.scenario.name}/{self.sim.seed}/progress/{job_id}/{task_id}")
+            curve = self.curves[(job_id, task_id)] = math.exp(rng.gauss(0.0, noise))
+        return min(1.0, share**curve * math.exp(self.reports.gauss(0.0, noise / 4)))
 
     def _place(self, now: int) -> None:
         if not self.queue:
@@ -359,7 +380,8 @@ def parse_spec(text: str) -> tuple[str, int, dict[str, Any]]:
     parts = [part.strip() for part in text.split(",") if part.strip()]
     if not parts:
         raise ValueError("scenario: name a scenario, e.g. scenario:cpu-2x,seed=1")
-    values = parse_key_values(parts[1:], "scenario", ("seed", "nodes", "hours", "rate", "checkpoints"),
+    values = parse_key_values(parts[1:], "scenario", ("seed", "nodes", "hours", "rate", "checkpoints",
+                                                       "progress_noise"),
                               lambda key, raw: float(raw))
     seed = int(values.pop("seed", 1))
     changes: dict[str, Any] = {key: int(v) if key == "nodes" else v for key, v in values.items()}

@@ -50,12 +50,15 @@ def parse_seeds(text: str) -> list[int]:
               "honours it but lets a listed node take one task every 5 min (a way back); both: open and "
               "closed; all: the three")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="processes to use")
+@click.option("--checkpoints", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="running tasks report their progress this many times per mean task duration (noisy, see "
+              "producers/scenarios.py); 0: none, the suite's traces as reported")
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and what each one is, then stop")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
               help="write a timeline PNG per scenario (first seed) into this directory")
 @ranking_options
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout, nothing else")
-def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, list_only: bool,
+def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, checkpoints: float, list_only: bool,
               plot_dir: Path | None, as_json: bool, **ranking: Any) -> None:
     """Run the fault scenarios through the pipeline and score the blacklist: how soon slow nodes are
     listed, how soon they are released, flaps, chance listings, the cap, and the job time when the
@@ -78,11 +81,12 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
     overrides = {k: v for k, v in ranking.items() if v is not None}
     if overrides.get("significance_floor") == "none":
         overrides["significance_floor"] = None
-    chosen = [SCENARIOS[name] for name in (only or SCENARIOS)]
+    chosen = [SCENARIOS[name].scaled(checkpoints=checkpoints) for name in (only or SCENARIOS)]
     loops = {"both": ["open", "closed"], "all": ["open", "closed", "canary"]}.get(loop_names, [loop_names])
     err = Console(stderr=True, soft_wrap=True)
     err.print(f"[bold]laggard scenarios[/]: {len(chosen)} scenario(s) x {len(seed_list)} seed(s), "
-              f"{'+'.join(loops)} loop, max fraction {settings.max_fraction:g}", highlight=False)
+              f"{'+'.join(loops)} loop, max fraction {settings.max_fraction:g}"
+              + (f", {checkpoints:g} progress reports per mean task" if checkpoints else ""), highlight=False)
     results = run_suite(chosen, seed_list, loops, overrides, workers, lambda line: err.print(line, highlight=False))
     rows = summarise(results)
     if plot_dir is not None:
@@ -91,7 +95,7 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
         written = plot_timelines(results, plot_dir)
         err.print(f"{len(written)} plot(s) in {plot_dir}", highlight=False)
     if as_json:
-        document = {"seeds": seed_list, "loops": loops, "settings": overrides, "rows": rows,
+        document = {"seeds": seed_list, "loops": loops, "settings": overrides, "checkpoints": checkpoints, "rows": rows,
                     "runs": [result_document(r) for r in results]}
         sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         return

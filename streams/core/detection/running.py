@@ -19,9 +19,12 @@ standard errors) below ``recovery_ratio`` times the one it was found with. A nod
 task for ``quiet_us`` and runs none (the scheduler honours the list) is forgotten, its old tasks with it, and
 left to the decision layer's "no recent evidence"; it gets new tasks and is judged afresh.
 
-A checkpoint with a ``progress`` feature (at least ``min_progress``) projects its running task's duration
-(``elapsed / progress``); the task then scores as if it had ended then (at least as long as it has run), so a
-node whose tasks progress at half their siblings' rate shows it before they end.
+A checkpoint with a ``progress`` feature (at least ``min_progress``) projects its running task's duration; the
+task then scores as if it had ended then (at least as long as it has run), so a node whose tasks progress at half
+their siblings' rate shows it before they end. With ``recent_rate`` (the default) the rest of the task is
+projected at its rate since its previous report (``elapsed + (1 - progress) / rate``), not its mean rate since it
+started (``elapsed / progress``): a task that slows down when its node does shows the change at its next report,
+against its own earlier progress, instead of having it diluted by the healthy part of its run.
 
 Events are buffered and applied in event-time order at the boundary, so the evidence at ``B`` is the tasks
 started before ``B`` whatever the arrival order (as long as every event before ``B`` arrived).
@@ -65,7 +68,8 @@ from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
 from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
 
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+_PPM_BITS = 20  # a buffered checkpoint holds elapsed_us << 20 | progress in millionths
 MINUTE_US = 60_000_000
 _START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
 
@@ -73,10 +77,13 @@ _START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
 @dataclass(frozen=True, slots=True)
 class Scale:
     """Tasks started in the last ``window_us``; ``z``: the level a node must reach over it (None: the
-    detector's ``z_list``)."""
+    detector's ``z_list``); ``every_us``: judged for listing only at boundaries that are a multiple of it (None:
+    every boundary). A long window changes little in a minute, and each look is one more chance of a healthy
+    node's lucky high: its level is set for looks this far apart, whatever the ranking period."""
 
     window_us: int
     z: float | None = None
+    every_us: int | None = None
 
     @property
     def label(self) -> str:
@@ -116,7 +123,7 @@ class RunningTaskDetector:
     def __init__(self, scales: Sequence[Scale], z_list: float = 5.0, min_effect: float = 0.3,
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
                  min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0,
-                 release_tasks: int | None = None, min_progress: float = 0.1) -> None:
+                 release_tasks: int | None = None, min_progress: float = 0.1, recent_rate: bool = True) -> None:
         if not scales:
             raise ValueError("the running-task detector needs at least one scale")
         self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
@@ -125,7 +132,9 @@ class RunningTaskDetector:
         self.min_job_tasks, self.quiet_us, self.warmup_us = min_job_tasks, quiet_us, warmup_us
         self.release_tasks = min_tasks if release_tasks is None else release_tasks  # a scale judging recovery
         self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
-        self._projected: dict[tuple[str, str], int] = {}  # running task -> elapsed / progress at its last checkpoint
+        self.recent_rate = recent_rate
+        self._projected: dict[tuple[str, str], int] = {}  # running task -> the duration its last checkpoint projects
+        self._reported: dict[tuple[str, str], tuple[int, float]] = {}  # running task -> its last (elapsed, progress)
         self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
         self.memory_us = self.scales[-1].window_us + quiet_us  # older tasks of recent jobs shape their curves
         self._buffer: list[tuple[int, int, int, str, str, str, int]] = []  # (ts, kind, seq, job, task, node, dur)
@@ -149,9 +158,9 @@ class RunningTaskDetector:
             duration = event.duration_us
         elif isinstance(event, TaskCheckpoint):
             progress = event.features.get("progress")
-            if progress is None or not self.min_progress <= progress <= 1 or event.elapsed_us <= 0:
+            if progress is None or not 0 < progress <= 1 or event.elapsed_us <= 0:
                 return
-            kind, duration = _CHECK, round(event.elapsed_us / progress)  # the duration its progress rate projects
+            kind, duration = _CHECK, event.elapsed_us << _PPM_BITS | round(progress * 1e6)
         else:
             return
         self._seq += 1
@@ -181,13 +190,27 @@ class RunningTaskDetector:
             if kind == _START:
                 self._table.put(job, task, node, ts, -1)
             elif kind == _CHECK:
-                self._projected[(job, task)] = duration
+                self._checkpoint((job, task), duration >> _PPM_BITS, (duration & ((1 << _PPM_BITS) - 1)) / 1e6)
             else:
                 self._projected.pop((job, task), None)
+                self._reported.pop((job, task), None)
                 if kind == _FINISH:
                     self._table.put(job, task, node, ts - duration, duration)
                 else:
                     self._table.drop(job, task)  # failed or killed: not a measure of the node's speed
+
+    def _checkpoint(self, key: tuple[str, str], elapsed: int, progress: float) -> None:
+        """The duration a task's report projects (see the module text); reports below ``min_progress`` only
+        set the starting point of the next one's rate."""
+        before = self._reported.get(key)
+        self._reported[key] = (elapsed, progress)
+        if progress < self.min_progress:
+            return
+        projected = elapsed / progress
+        if self.recent_rate and before is not None and progress > before[1] and elapsed > before[0]:
+            rate = (progress - before[1]) / (elapsed - before[0])
+            projected = elapsed + (1.0 - progress) / rate
+        self._projected[key] = round(projected)
 
     def _forget(self, end: int, nodes: IntArray, starts: IntArray, durations: IntArray, quiet: list[str]) -> None:
         """Nodes that started no task for ``quiet_us`` and run none are forgotten with their old tasks."""
@@ -211,6 +234,7 @@ class RunningTaskDetector:
     def _tally(self, end: int, quiet: list[str]) -> dict[str, list[Tally]]:
         if self._table.compact(end - self.memory_us, end - 4 * self.memory_us):
             self._projected = {key: d for key, d in self._projected.items() if self._table.has(*key)}
+            self._reported = {key: r for key, r in self._reported.items() if self._table.has(*key)}
         jobs, nodes, starts, durations = self._table.arrays()
         self._forget(end, nodes, starts, durations, quiet)
         projected = self._table.column(self._projected)
@@ -247,14 +271,16 @@ class RunningTaskDetector:
 
     # --- judgement --------------------------------------------------------------------------------------------
 
-    def _clearly_slow(self, scale: Scale, tally: Tally) -> bool:
+    def _clearly_slow(self, scale: Scale, tally: Tally, end: int) -> bool:
+        if scale.every_us is not None and end % scale.every_us:
+            return False
         z = self.z_list if scale.z is None else scale.z
         return tally.tasks >= self.min_tasks and tally.z >= z and tally.effect >= self.min_effect
 
     def _judge(self, node: str, tallies: list[Tally], end: int) -> Evidence:
         warm = self._first_us is not None and end >= self._first_us + self.warmup_us
         hits = [(scale, t) for scale, t in zip(self.scales, tallies, strict=True)
-                if warm and self._clearly_slow(scale, t)]
+                if warm and self._clearly_slow(scale, t, end)]
         count, counted_at = self._streak.get(node, (0, -1))
         streak = count if counted_at == end else count + 1 if hits else 0
         self._streak[node] = (streak, end)
@@ -305,13 +331,15 @@ class RunningTaskDetector:
                 "tasks": self._table.rows(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
                 "effect": self._effect, "found": self._found, "first": self._first_us,
-                "projected": [[job, task, d] for (job, task), d in self._projected.items()]}
+                "projected": [[job, task, d] for (job, task), d in self._projected.items()],
+                "reported": [[job, task, e, p] for (job, task), (e, p) in self._reported.items()]}
 
     def restore(self, state: dict[str, Any]) -> None:
-        if state.get("version") != SNAPSHOT_VERSION:
-            raise ValueError(f"unknown running-task detector snapshot version {state.get('version')!r}")
+        version = state.get("version")
+        if version not in (1, SNAPSHOT_VERSION):
+            raise ValueError(f"unknown running-task detector snapshot version {version!r}")
         self._buffer = [(int(a), int(b), int(c), str(d), str(e), str(f), int(g)) for a, b, c, d, e, f, g
-                        in state["buffer"]]
+                        in state["buffer"] if version == SNAPSHOT_VERSION or b != _CHECK]  # v1: other encoding
         heapq.heapify(self._buffer)
         self._seq = int(state["seq"])
         self._table = TaskTable()
@@ -323,6 +351,7 @@ class RunningTaskDetector:
         self._found = {k: int(v) for k, v in state["found"].items()}
         self._first_us = None if state["first"] is None else int(state["first"])
         self._projected = {(str(j), str(t)): int(d) for j, t, d in state.get("projected", [])}
+        self._reported = {(str(j), str(t)): (int(e), float(p)) for j, t, e, p in state.get("reported", [])}
 
 
 def _tasks(t: Tally) -> str:

@@ -157,7 +157,7 @@ def every_minute(det: RunningTaskDetector, events: list[Event], last: int) -> li
 def test_the_running_policy_at_a_1_min_period_lists_a_2x_node_sooner_than_one_15_min_window() -> None:
     # The policy's scan over 10-20 min scales finds a 2x node in fewer minutes after its onset than the single
     # 15-min scale it replaced, looked at just as often; neither suspects a healthy node.
-    from streams.core.detection.registry import running_detector
+    from streams.core.detection.registry import RUNNING_Z, RUNNING_Z_RELEASE_FAST, RUNNING_Z_SCAN, running_detector
     from streams.core.ranking_config import RankingConfig
 
     def first_found(det: RunningTaskDetector, seed: int) -> int:
@@ -169,8 +169,56 @@ def test_the_running_policy_at_a_1_min_period_lists_a_2x_node_sooner_than_one_15
         return next(k + 1 for k, period in enumerate(found) if "n07" in period and period["n07"].suspect) - 90
 
     policy = running_detector(RankingConfig(period_us=MIN))
-    assert policy.z_release == 2.5 and running_detector(RankingConfig()).z_release == 1.5
+    assert policy.z_release == RUNNING_Z_RELEASE_FAST > running_detector(RankingConfig()).z_release
     scan = [first_found(running_detector(RankingConfig(period_us=MIN)), seed) for seed in range(10, 16)]
-    single = [first_found(RunningTaskDetector((Scale(15 * MIN, 4.3), Scale(60 * MIN, 4.6)), z_list=4.6), seed)
+    single = [first_found(RunningTaskDetector((Scale(15 * MIN, RUNNING_Z_SCAN), Scale(60 * MIN)),
+                                             z_list=RUNNING_Z), seed)
               for seed in range(10, 16)]
     assert sum(scan) < sum(single) and all(a <= b for a, b in zip(scan, single, strict=True))
+
+
+def test_a_scale_looked_at_every_5_minutes_lists_only_on_those_boundaries() -> None:
+    # A long window judged every 5 minutes of event time gives a healthy node a fifth of the looks at its lucky
+    # highs: a node it would list at minute 63 is listed at minute 65, never between.
+    rng = random.Random(3)
+    events = sorted(cluster(range(0, 60), {}, rng) + cluster(range(60, 90), {"n02": 3.0}, rng),
+                    key=lambda e: e.ts_us)
+    every = every_minute(RunningTaskDetector((Scale(30 * MIN, 3.0),), z_list=3.0), events, 90)
+    sparse = every_minute(RunningTaskDetector((Scale(30 * MIN, 3.0, every_us=5 * MIN),), z_list=3.0), events, 90)
+    first = next(k + 1 for k, period in enumerate(every) if "n02" in period and period["n02"].suspect)
+    later = next(k + 1 for k, period in enumerate(sparse) if "n02" in period and period["n02"].suspect)
+    assert later % 5 == 0 and first <= later < first + 5
+    assert sum(e.suspect for p in sparse for e in p.values()) <= sum(e.suspect for p in every for e in p.values())
+
+
+def test_a_task_that_slows_mid_run_shows_it_at_its_next_report_against_its_own_earlier_rate() -> None:
+    # Jobs of 8 tasks, one per node, 10 to 22 minutes long (n0's 10); n0 turns 3x slow at minute 62, two minutes
+    # into its running task. Reports every minute. Projected at the recent rate, that task looks longer than any
+    # sibling two reports later (26 min); at the mean rate since its start (15 min), in the middle of them.
+    from streams.core.events import TaskCheckpoint
+
+    events: list[Event] = []
+    for j in range(14):
+        start = j * 5 * MIN
+        for i in range(8):
+            node, slow_from = f"n{i}", 62 * MIN if i == 0 else None
+            events.append(TaskStart(f"j{j}", str(i), 0, node, start + i))
+            done, t, rate = 0.0, start, 1.0 / ((10 + 2 * i) * MIN)
+            while done < 1.0 and t < start + 60 * MIN:
+                step = rate / 3 if slow_from is not None and t >= slow_from else rate
+                t += MIN
+                done = min(1.0, done + step * MIN)
+                if done < 1.0:
+                    events.append(TaskCheckpoint(f"j{j}", str(i), 0, node, t + i, t - start, {"progress": done}))
+            events.append(TaskFinish(f"j{j}", str(i), 0, node, t + i, t - start, Status.SUCCEEDED))
+    events.sort(key=lambda e: e.ts_us)
+
+    def score(recent: bool) -> float:
+        det = RunningTaskDetector((Scale(30 * MIN),), z_list=99.0, recent_rate=recent)
+        for event in events:
+            if event.ts_us < 65 * MIN:
+                observe_task(det, event)
+        return det.detect(WindowView(5 * MIN, 65 * MIN, {}))["n0"].score
+
+    recent, mean = score(True), score(False)
+    assert recent > mean + 0.1, (recent, mean)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from producers.registry import open_trace
 from producers.scenario_suite import SCENARIOS
 from producers.scenarios import ClusterSim, Fault, Scenario
-from streams.core.events import JobStart, TaskFinish, TaskStart, validate
+from streams.core.events import JobStart, TaskCheckpoint, TaskFinish, TaskStart, validate
 
 H = 3_600_000_000
 
@@ -85,3 +86,32 @@ def test_the_scenario_trace_format() -> None:
     for bad in ("scenario:nope", "scenario:cpu-2x,nodes=1", "scenario:cpu-2x,colour=red", "scenario:"):
         with pytest.raises(ValueError, match="scenario"):
             open_trace(bad)
+
+
+def _reports(noise: float) -> tuple[dict[tuple[str, str], list[tuple[int, float]]], ClusterSim]:
+    scenario = Scenario("t", "", nodes=4, rate=60, hours=2, faults=(Fault(1, 2.0, onset_h=1),), checkpoints=8,
+                        progress_noise=noise)
+    sim = ClusterSim(scenario, 5)
+    reports: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for e in sim:
+        if isinstance(e, TaskCheckpoint):
+            reports.setdefault((e.job_id, e.task_id, e.node_id), []).append((e.ts_us, e.features["progress"]))
+    return reports, sim
+
+
+def test_progress_of_a_task_running_at_the_onset_slows_at_the_onset_and_is_reported_with_noise() -> None:
+    exact, sim = _reports(0.0)
+    slow, onset = sim.ground_truth["slow_nodes"][0], 3_600_000_000
+    ratios = []
+    for (_, _, node), points in exact.items():
+        before = [(t, p) for t, p in points if t <= onset]
+        after = [(t, p) for t, p in points if t > onset]
+        if node == slow and len(before) >= 2 and len(after) >= 2:
+            rate = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in (before[-2:], after[:2])]
+            ratios.append(rate[1] / rate[0])
+    assert ratios and all(abs(r - 0.5) < 0.01 for r in ratios)  # exactly half the rate from the onset on
+    noisy, _ = _reports(0.2)
+    assert noisy.keys() == exact.keys()  # the same tasks report at the same times, only the values differ
+    errors = [math.log(q / p) for key in exact for (_, p), (_, q) in zip(exact[key], noisy[key], strict=True)
+              if 0.05 < p < 0.95]
+    assert 0.05 < statistics.pstdev(errors) < 0.5
