@@ -22,8 +22,8 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Any, cast
 
 from kafka import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -32,6 +32,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
+from streams.agents.idle_rules import Backlog
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.store import CHECKPOINT_MAX_BYTES, CheckpointStore, Outbox, Slot
 from streams.health import Health, ReadProgress
@@ -57,9 +58,10 @@ class DirectWorker:
         self.outbox = Outbox(self.producer)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
-        self.normalise = NormaliseHost(settings, partitions, self.outbox)
+        self.backlog = Backlog()  # what waits unread on the broker: a catch-up is not idleness
+        self.normalise = NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
         self.predict = PredictHost(settings, self.outbox) if settings.prediction_method != "off" else None
-        self.rank = RankHost(settings, partitions, self.outbox)
+        self.rank = RankHost(settings, partitions, self.outbox, behind=self.partition_behind)
         self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
         self.progress_lock = threading.Lock()  # the health check reads it from a thread of its own
         self.assigned: frozenset[TopicPartition] = frozenset()
@@ -135,9 +137,39 @@ class DirectWorker:
         for counter in self._readers[tp.topic]:
             counter.inc(len(records))
         last = records[-1]
+        self.backlog.processed(tp, last.offset)  # the hosts process every record of the batch
+        self.backlog.ended(tp, self.consumer.highwater(tp))
         with self.progress_lock:
             self.progress.read((tp.topic, tp.partition), last.offset,
                                last.timestamp / 1000 if last.timestamp else time.time(), time.monotonic())
+
+    def job_stream_behind(self, partition: Hashable) -> bool:
+        """A silent job stream is not idle while events of its partition wait unread (task events ran 6,667 s
+        of event time ahead of job events before kafka-python fetched a single job event)."""
+        p = cast(int, partition)
+        return self.backlog.behind((JOB, p), (TASK, p))
+
+    def partition_behind(self, partition: Hashable) -> bool:
+        """A normalising partition holding the ranking back is not idle while its progress mark may wait unread:
+        on the ranking feed, or in its own events when this worker normalises it."""
+        p = cast(int, partition)
+        return self.backlog.behind((FEED, 0), (TASK, p), (JOB, p))
+
+    def refresh_backlog(self) -> None:
+        """Ask the broker what the fetches did not tell yet: where never-read partitions start, where they end
+        (blocking calls: on the loop's thread, never in the rebalance callback)."""
+        starts, ends = self.backlog.unknown()
+        try:
+            for tp in starts:
+                position = self.consumer.position(TopicPartition(*tp), timeout_ms=5000)
+                if position is not None:
+                    self.backlog.start(tp, position)
+            if ends:
+                found = self.consumer.end_offsets([TopicPartition(*tp) for tp in ends], timeout_ms=5000)
+                for tp, end in found.items():
+                    self.backlog.ended((tp.topic, tp.partition), end)
+        except KafkaError as exc:  # unknown stays behind, for the catch-up allowance at most
+            log.debug("backlog refresh failed: %s", exc)
 
     def working(self) -> None:
         """The ranking publishes a long catch-up: tell the health check the feed is being processed."""
@@ -152,6 +184,7 @@ class DirectWorker:
         if self.settings.idle_stream_timeout_s <= 0 or time.monotonic() < self._next_tick:
             return
         self._next_tick = time.monotonic() + self._idle_every_s
+        self.refresh_backlog()
         self.normalise.tick()
         self.rank.tick()
 
@@ -216,11 +249,14 @@ class DirectWorker:
             self.predict.slots.clear()
         self.rank.forget()
         self.assigned = frozenset()
+        self.backlog.assign(())
         self._committed.clear()
 
     def assigned_now(self, assigned: set[TopicPartition]) -> None:
         """Restore the states of ``assigned`` from their checkpoints and seek each partition to them."""
         self.assigned = frozenset(assigned)
+        self.backlog.assign(assigned)
+        self._next_tick = 0.0  # the loop asks the broker where the new partitions start and end at once
         partitions = {tp.partition for tp in assigned if tp.topic in (TASK, JOB)}
         alone = sorted(p for p in partitions if not {TopicPartition(TASK, p), TopicPartition(JOB, p)} <= assigned)
         if alone:
@@ -246,9 +282,10 @@ class DirectWorker:
         covering = self.covering(tp)
         position = min((slot.offsets.get(source, -1) + 1 for slot in covering), default=0)
         if position == 0:
-            self.consumer.seek_to_beginning(tp)
+            self.consumer.seek_to_beginning(tp)  # the log's start: the loop asks for it (refresh_backlog)
         else:
             self.consumer.seek(tp, position)
+            self.backlog.start((tp.topic, tp.partition), position)
 
     def close(self, checkpoint: bool = True) -> None:
         """A last checkpoint (after a clean stop only), a clean leave from the group, the producer closed."""
