@@ -1,8 +1,9 @@
 """``DirectWorker``: laggard's topology on one kafka-python consumer and one producer (see streams.engine).
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
-checkpoint is due: wait for the broker's acknowledgement of every output so far, write the checkpoints, wait
-for theirs, then commit the offsets they cover. One thing happens at a time: a rebalance (kafka-python runs it
+checkpoint is due, queue it; on every turn the loop sends the queued checkpoints whose outputs the broker has
+all acknowledged and commits the offsets of those it acknowledged (streams.engine.store.Checkpoints), without
+waiting for either. One thing happens at a time: a rebalance (kafka-python runs it
 inside ``poll``, calling the listener from its IO thread while ``poll`` waits) never meets a batch half done, and
 records fetched before it are not processed after it: the consumer drops fetches for partitions it no longer holds or at
 positions the assignment sought away from, and the loop skips whatever it holds no state for.
@@ -34,7 +35,7 @@ from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
-from streams.engine.store import CHECKPOINT_MAX_BYTES, CheckpointStore, Outbox, Slot
+from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
 from streams.settings import Settings
@@ -44,6 +45,9 @@ TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.
 INPUTS = (TASK, JOB, FEED)
 BATCH_MAX = 5000  # records per poll at most
 POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
+# The clients' tuning (python -m laggard.bench.direct_ab measures a change beside the current one).
+PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 10, "batch_size": 256 * 1024, "compression_type": None}
+CONSUMER_OPTIONS: dict[str, Any] = {}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 
 
@@ -53,11 +57,11 @@ class DirectWorker:
     def __init__(self, settings: Settings, partitions: int, health: Health | None = None) -> None:
         self.settings = settings
         self.health = health
-        self.producer = kafka_clients.producer(settings, linger_ms=10, batch_size=256 * 1024, compression_type=None,
-                                               max_request_size=CHECKPOINT_MAX_BYTES)
+        self.producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES)
         self.outbox = Outbox(self.producer)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
+        self.checkpoints = Checkpoints(self.outbox, self.store)
         self.backlog = Backlog()  # what waits unread on the broker: a catch-up is not idleness
         self.normalise = NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
         self.predict = PredictHost(settings, self.outbox) if settings.prediction_method != "off" else None
@@ -75,7 +79,7 @@ class DirectWorker:
         self.consumer = kafka_clients.consumer(
             settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
             partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
-            session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX)
+            session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX, **CONSUMER_OPTIONS)
         self.consumer.subscribe(topics=list(INPUTS), listener=Rebalance(self))
 
     def _reader_counters(self) -> dict[str, list[Any]]:
@@ -104,6 +108,7 @@ class DirectWorker:
                 if polled:
                     self.process(polled)
                 self.tick()
+                self.settle()
             clean = True
         finally:
             # After an error (a refused output, a batch half processed) the states hold work whose outputs may
@@ -195,14 +200,23 @@ class DirectWorker:
         return [slot for host in hosts if host is not None for slot in host.slots.values()]
 
     def checkpoint(self, due: Iterable[Slot[Any]]) -> None:
-        """Outputs acknowledged, then the checkpoints of ``due``, acknowledged, then the offsets they cover."""
-        due = list(due)
-        self.outbox.confirm()
+        """Queue the checkpoints of ``due``: sent once the broker acknowledged every output so far, their offsets
+        committed once they are acknowledged themselves (``settle``); the loop goes on meanwhile."""
         for slot in due:
-            self.store.write(slot.key, pack(slot.state.snapshot(), slot.offsets))
-        self.outbox.confirm()
+            self.checkpoints.queue(slot, pack(slot.state.snapshot(), slot.offsets))
+        self.settle()
+
+    def settle(self) -> None:
+        """Move the queued checkpoints on without waiting; commit the offsets of those acknowledged."""
+        if self.checkpoints.advance():
+            self.commit()
+
+    def checkpoint_now(self, due: Iterable[Slot[Any]]) -> None:
+        """``checkpoint``, waiting until every queued checkpoint is acknowledged and committing (a rebalance, a
+        stop)."""
         for slot in due:
-            slot.saved_now()
+            self.checkpoints.queue(slot, pack(slot.state.snapshot(), slot.offsets))
+        self.checkpoints.drain()
         self.commit()
 
     def covering(self, tp: TopicPartition) -> list[Slot[Any]]:
@@ -238,12 +252,11 @@ class DirectWorker:
 
     def revoked(self) -> None:
         """Checkpoint every state that processed something since its last checkpoint, commit, forget them."""
-        dirty = [slot for slot in self.slots() if slot.held]
-        if dirty:
-            self.checkpoint(dirty)
+        self.checkpoint_now([slot for slot in self.slots() if slot.held])
         self.forget()
 
     def forget(self) -> None:
+        self.checkpoints.clear()
         self.normalise.forget()
         if self.predict is not None:
             self.predict.slots.clear()
@@ -290,9 +303,8 @@ class DirectWorker:
     def close(self, checkpoint: bool = True) -> None:
         """A last checkpoint (after a clean stop only), a clean leave from the group, the producer closed."""
         try:
-            dirty = [slot for slot in self.slots() if slot.held]
-            if checkpoint and dirty and self.assigned:
-                self.checkpoint(dirty)
+            if checkpoint and self.assigned:
+                self.checkpoint_now([slot for slot in self.slots() if slot.held])
         finally:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
