@@ -19,6 +19,7 @@ import argparse
 import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -64,7 +65,7 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu}))
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
-    tree, *assignments = text.split(",")
+    tree, *assignments = re.split(r",(?=[A-Za-z_][\w.]*=)", text)  # a comma before NAME=: JSON values keep theirs
     patch = {}
     for assignment in assignments:
         name, _, value = assignment.partition("=")
