@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 
 import faust
@@ -21,7 +20,7 @@ from streams.serde.topics import JOB_EVENTS, RANKING_FEED, TASK_EVENTS
 
 log = logging.getLogger(__name__)
 INPUTS = (TASK_EVENTS.name, JOB_EVENTS.name, RANKING_FEED.name)
-_BACKLOGS: weakref.WeakKeyDictionary[faust.App, Backlog] = weakref.WeakKeyDictionary()
+BACKLOG_ATTRIBUTE = "_laggard_backlog"  # the app's one Backlog, kept on the app (it lives as long as the app)
 
 
 def backlog_of(app: faust.App, every_s: float) -> Backlog:
@@ -33,10 +32,11 @@ def backlog_of(app: faust.App, every_s: float) -> Backlog:
     (``_committed_offset``, faust-streaming 0.15: Faust's read offset runs ahead of what its buffers and an
     agent's batch hold); where it ends, the fetches' high-water, or the broker's end offsets before any fetch.
     """
-    backlog = _BACKLOGS.get(app)
+    backlog: Backlog | None = getattr(app, BACKLOG_ATTRIBUTE, None)
     if backlog is not None:
         return backlog
-    backlog = _BACKLOGS[app] = Backlog()
+    backlog = Backlog()
+    setattr(app, BACKLOG_ATTRIBUTE, backlog)
 
     async def refresh() -> None:
         if app.should_stop:
