@@ -9,44 +9,124 @@ without catching up, it is declared idle. Measured from the moment it started bl
 record: in live operation progress marks come once per ranking period, and a partition a few seconds behind
 the leader at each boundary is not idle. ``after_s = 0`` never declares anything idle (strict order).
 
+A stream with records on the broker the worker has not processed yet is *behind*, not idle (``Backlog``, fed by
+the shell's consumer): a worker catching up on history (a restart after downtime, a replay of a whole trace)
+reads its partitions unevenly for minutes (kafka-python fetched all of a partition's task events before one of
+its job events), and declaring the slower streams idle ranked without them and lost their late results (Google
+parts 0-9 through Kafka stopped at blacklist version 28 of 38). A partition assigned to the worker whose read
+position or log end is not known yet counts as behind; one assigned elsewhere is not known here (False). Being
+behind holds the wall-clock rule off for at most ``CATCH_UP_ALLOWANCE_S`` of one continuous block, so a stream
+the consumer never reads cannot hold the ranking forever.
+
 >>> clock = iter([0.0, 10.0, 70.0, 71.0]).__next__
 >>> idle = IdleClock(60.0, clock=clock)
 >>> idle.overdue("p1", blocking=True), idle.overdue("p1", blocking=True), idle.overdue("p1", blocking=True)
 (False, False, True)
 >>> idle.overdue("p1", blocking=False), idle.blocking_since("p1")
 (False, None)
+>>> backlog = Backlog()
+>>> backlog.assign([("job-events", 0)]); backlog.behind(("job-events", 0))  # position and end unknown yet
+True
+>>> backlog.start(("job-events", 0), 40); backlog.ended(("job-events", 0), 42); backlog.behind(("job-events", 0))
+True
+>>> backlog.processed(("job-events", 0), 41); backlog.behind(("job-events", 0)), backlog.behind(("job-events", 1))
+(False, False)
+>>> late = IdleClock(60.0, clock=iter([0.0, 100.0, 161.0]).__next__, behind=lambda s: True, allowance_s=150)
+>>> [late.overdue("p1", blocking=True) for _ in range(3)]  # unread records: not idle, until the allowance
+[False, False, True]
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import Emitted, NormalizeStage
 
 log = logging.getLogger(__name__)
+CATCH_UP_ALLOWANCE_S = 900.0  # one continuous block may be excused by unread records this long at most
+Partition = tuple[str, int]  # (topic, partition): kafka-python's TopicPartition and Faust's TP are such tuples
+
+
+class Backlog:
+    """Per source partition assigned to this worker: the next offset it processes and the end of the partition's
+    log on the broker, as last known; ``behind`` says whether records wait on the broker (or may: not known yet)."""
+
+    def __init__(self) -> None:
+        self.assigned: frozenset[Partition] = frozenset()
+        self._start: dict[Partition, int] = {}  # where reading starts, for partitions not processed yet
+        self._next: dict[Partition, int] = {}  # after the last record processed since the assignment
+        self._end: dict[Partition, int] = {}
+
+    def assign(self, partitions: Collection[Partition]) -> None:
+        """The partitions this worker holds now; what it knew of others is forgotten."""
+        self.assigned = frozenset((tp[0], tp[1]) for tp in partitions)
+        for known in (self._start, self._next, self._end):
+            for tp in [tp for tp in known if tp not in self.assigned]:
+                del known[tp]
+
+    def start(self, tp: Partition, offset: int) -> None:
+        """Where reading ``tp`` starts (its sought or committed position); a later word replaces it."""
+        self._start[(tp[0], tp[1])] = offset
+
+    def processed(self, tp: Partition, offset: int) -> None:
+        self._next[(tp[0], tp[1])] = offset + 1
+
+    def ended(self, tp: Partition, end: int | None) -> None:
+        """The broker's end offset (high-water) of ``tp``, when a fetch or a query told it."""
+        if end is not None:
+            self._end[(tp[0], tp[1])] = end
+
+    def unknown(self) -> tuple[list[Partition], list[Partition]]:
+        """The assigned partitions without a known start, and those without a known end."""
+        return ([tp for tp in sorted(self.assigned) if tp not in self._next and tp not in self._start],
+                [tp for tp in sorted(self.assigned) if tp not in self._end])
+
+    def behind(self, *tps: Partition) -> bool:
+        """Whether any of ``tps`` assigned here has records on the broker not processed yet (or may have)."""
+        for tp in tps:
+            key = (tp[0], tp[1])
+            if key not in self.assigned:
+                continue
+            next_offset, end = self._next.get(key, self._start.get(key)), self._end.get(key)
+            if next_offset is None or end is None or next_offset < end:
+                return True
+        return False
 
 
 class IdleClock:
-    """Per stream: since when it blocks, and whether that has lasted ``after_s`` seconds."""
+    """Per stream: since when it blocks, and whether that has lasted ``after_s`` seconds without its records
+    waiting unread on the broker (``behind``: the shell's ``Backlog``; None: not known, the wall clock alone)."""
 
-    def __init__(self, after_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, after_s: float, clock: Callable[[], float] = time.monotonic,
+                 behind: Callable[[Hashable], bool] | None = None,
+                 allowance_s: float = CATCH_UP_ALLOWANCE_S) -> None:
         self.after_s = after_s
+        self.behind = behind
+        self.allowance_s = allowance_s
         self._clock = clock
-        self._since: dict[Hashable, float] = {}
+        self._since: dict[Hashable, float] = {}  # since when the wall-clock rule runs
+        self._first: dict[Hashable, float] = {}  # since when the stream blocks, behind or not
 
     def overdue(self, stream: Hashable, blocking: bool) -> bool:
-        """Record whether ``stream`` blocks now; True once it has blocked for ``after_s`` (then it starts over)."""
+        """Record whether ``stream`` blocks now; True once it has blocked for ``after_s`` (then it starts over)
+        while not behind (unread records start the wall clock over, for ``allowance_s`` of one block at most)."""
         if not blocking or self.after_s <= 0:
             self._since.pop(stream, None)
+            self._first.pop(stream, None)
             return False
         now = self._clock()
+        first = self._first.setdefault(stream, now)
+        if self.behind is not None and now - first < self.allowance_s and self.behind(stream):
+            self._since[stream] = now
+            return False
         since = self._since.setdefault(stream, now)
         if now - since < self.after_s:
             return False
         del self._since[stream]
+        self._first.pop(stream, None)
         return True
 
     def blocking_since(self, stream: Hashable) -> float | None:
@@ -54,6 +134,7 @@ class IdleClock:
 
     def clear(self) -> None:
         self._since.clear()
+        self._first.clear()
 
 
 def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> Emitted:

@@ -11,12 +11,55 @@ from faust.exceptions import NotReady
 from faust.types.tuples import TP
 
 from streams.agents.checkpoint import on_revoke
+from streams.agents.idle_rules import Backlog
 from streams.agents.idle_rules import IdleClock as IdleClock  # re-exported
 from streams.agents.idle_rules import rank_without_idle as rank_without_idle  # re-exported
 from streams.agents.idle_rules import release_job_stream_if_idle as release_job_stream_if_idle
 from streams.agents.idle_rules import warn_once_if_waiting as warn_once_if_waiting
+from streams.serde.topics import JOB_EVENTS, RANKING_FEED, TASK_EVENTS
 
 log = logging.getLogger(__name__)
+INPUTS = (TASK_EVENTS.name, JOB_EVENTS.name, RANKING_FEED.name)
+BACKLOG_ATTRIBUTE = "_laggard_backlog"  # the app's one Backlog, kept on the app (it lives as long as the app)
+
+
+def backlog_of(app: faust.App, every_s: float) -> Backlog:
+    """The worker's one ``Backlog`` of its input topics (the agents share it: the ranking asks about the partitions
+    the normaliser reads); the agents note what they processed, a timer of its own (every ``every_s / 4``
+    seconds, none when idleness is off) asks the consumer the rest.
+
+    Where a partition not processed yet starts is Faust's committed offset, where the assignment sought it
+    (``_committed_offset``, faust-streaming 0.15: Faust's read offset runs ahead of what its buffers and an
+    agent's batch hold); where it ends, the fetches' high-water, or the broker's end offsets before any fetch.
+    """
+    backlog: Backlog | None = getattr(app, BACKLOG_ATTRIBUTE, None)
+    if backlog is not None:
+        return backlog
+    backlog = Backlog()
+    setattr(app, BACKLOG_ATTRIBUTE, backlog)
+
+    async def refresh() -> None:
+        if app.should_stop:
+            return
+        try:
+            consumer = app.consumer
+            assigned = [tp for tp in consumer.assignment() if tp.topic in INPUTS]
+            backlog.assign(assigned)
+            committed = getattr(consumer, "_committed_offset", {})
+            for tp in assigned:
+                backlog.start(tp, committed.get(tp) or 0)
+                backlog.ended(tp, consumer.highwater(tp))
+            _, ends = backlog.unknown()
+            if ends:
+                found = await consumer.highwaters(*(TP(topic, partition) for topic, partition in ends))
+                for tp, end in found.items():
+                    backlog.ended(tp, end)
+        except Exception as exc:  # not started, stopping, the broker away: unknown stays behind (bounded)
+            log.debug("backlog refresh failed: %r", exc)
+
+    if every_s > 0:
+        app.timer(interval=max(0.5, every_s / 4), name="refresh_backlog")(refresh)
+    return backlog
 
 
 def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,

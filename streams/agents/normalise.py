@@ -8,6 +8,7 @@ of a batch goes through its stage in one call, and the batch is acknowledged at 
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import faust
 from faust.types import AgentT
@@ -16,6 +17,7 @@ from streams.agents.checkpoint import Outputs, PartitionStates, RawStream, Slot,
 from streams.agents.common import send
 from streams.agents.idleness import (
     IdleClock,
+    backlog_of,
     clear_on_revoke,
     idle_timer,
     release_job_stream_if_idle,
@@ -42,7 +44,10 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                                  wait_for_job_events=wiring.settings.wait_for_job_events,
                                  window_us=wiring.ranking_config.window_size_us, summaries=summaries),
         TOPICS, key=lambda p: f"normalise:{p}".encode())
-    idle = IdleClock(wiring.settings.idle_stream_timeout_s)
+    # A catch-up is not idleness: a job stream is not idle while events of its partition wait unread.
+    backlog = backlog_of(app, wiring.settings.idle_stream_timeout_s)
+    idle = IdleClock(wiring.settings.idle_stream_timeout_s,
+                     behind=lambda p: backlog.behind(*((topic, cast(int, p)) for topic in TOPICS)))
     clear_on_revoke(app, idle, TOPICS)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     waiting: set[int] = set()  # partitions warned about waiting for job events
@@ -75,6 +80,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
             async with lock:
                 by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event]]] = {}
                 for event in batch:
+                    backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
                     if admitted is not None:
                         by_partition.setdefault(admitted.slot.partition, (admitted.slot, []))[1].append(admitted.record)

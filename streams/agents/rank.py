@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import cast
 
 import faust
 from faust.types import AgentT
@@ -18,13 +19,21 @@ from faust.types import AgentT
 from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
-from streams.agents.idleness import IdleClock, clear_on_revoke, idle_timer, rank_without_idle
+from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
 from streams.agents.records import published
 from streams.core.events import Progress
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
-from streams.serde.topics import BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, NODE_CLASSES, NODE_SCORES, RANKING_FEED
+from streams.serde.topics import (
+    BLACKLIST_DELTAS,
+    BLACKLIST_SNAPSHOT,
+    JOB_EVENTS,
+    NODE_CLASSES,
+    NODE_SCORES,
+    RANKING_FEED,
+    TASK_EVENTS,
+)
 from streams.wiring import Wiring
 
 log = logging.getLogger(__name__)
@@ -66,7 +75,10 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     states = PartitionStates(
         app, wiring.rank_checkpoints, lambda _: PublishedRanking(RankStage(wiring.ranking_config, wiring.partitions)),
         (RANKING_FEED.name,), key=lambda _: f"rank:{wiring.cluster_id}".encode(), on_load=resume)
-    idle = IdleClock(wiring.settings.idle_stream_timeout_s)
+    # A normalising partition is not idle while its progress mark may wait unread (the feed, or its own events).
+    backlog = backlog_of(app, wiring.settings.idle_stream_timeout_s)
+    idle = IdleClock(wiring.settings.idle_stream_timeout_s, behind=lambda p: backlog.behind(
+        (RANKING_FEED.name, 0), (TASK_EVENTS.name, cast(int, p)), (JOB_EVENTS.name, cast(int, p))))
     clear_on_revoke(app, idle, (RANKING_FEED.name,))
     lock = asyncio.Lock()  # one writer of the ranking at a time: the agent or the idleness timer
     outputs = Outputs()  # a checkpoint past a delta only once the delta is on the broker
@@ -96,6 +108,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                         slot = admitted.slot
                         publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
+                    backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                 if slot is None or states.stale(batch[-1]):
                     # Nothing new, or a rebalance overtook the batch (a long ranking gives it time): its events
                     # come again to whoever holds the feed now; this state was forgotten and is not saved.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -101,11 +101,13 @@ class Host(Generic[S]):
 class NormaliseHost(Host[NormalizeStage]):
     """``normalise_tasks``: events of a partition in; final z-values, summaries and progress marks out."""
 
-    def __init__(self, settings: Settings, partitions: int, outbox: Outbox) -> None:
+    def __init__(self, settings: Settings, partitions: int, outbox: Outbox,
+                 behind: Callable[[Hashable], bool] | None = None) -> None:
+        """``behind(p)``: partition ``p``'s events wait unread on the broker (its job stream is not idle then)."""
         config = ranking_config(settings)
         self.summaries = not learns_from_samples(config)  # else the detector needs every sample
         self.cluster_id = settings.cluster_id
-        self.idle = IdleClock(settings.idle_stream_timeout_s)
+        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
         self.job_idle_timeout_us = job_idle_timeout_us(settings)
         self.waiting: set[int] = set()
 
@@ -184,10 +186,12 @@ class PredictHost(Host[PredictorFleet]):
 class RankHost(Host[PublishedRanking]):
     """``rank_nodes``: the ranking feed in; node scores, node classes, blacklist deltas and snapshots out."""
 
-    def __init__(self, settings: Settings, partitions: int, outbox: Outbox) -> None:
+    def __init__(self, settings: Settings, partitions: int, outbox: Outbox,
+                 behind: Callable[[Hashable], bool] | None = None) -> None:
+        """``behind(p)``: normalising partition ``p``'s progress mark may wait unread (it is not idle then)."""
         config = ranking_config(settings)
         self.settings, self.cluster_id = settings, settings.cluster_id
-        self.idle = IdleClock(settings.idle_stream_timeout_s)
+        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
         super().__init__(outbox, lambda _: "rank:0", lambda _: PublishedRanking(RankStage(config, partitions)))
 
     def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:

@@ -1,8 +1,9 @@
 """``DirectWorker``: laggard's topology on one kafka-python consumer and one producer (see streams.engine).
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
-checkpoint is due: wait for the broker's acknowledgement of every output so far, write the checkpoints, wait
-for theirs, then commit the offsets they cover. One thing happens at a time: a rebalance (kafka-python runs it
+checkpoint is due, queue it; on every turn the loop sends the queued checkpoints whose outputs the broker has
+all acknowledged and commits the offsets of those it acknowledged (streams.engine.store.Checkpoints), without
+waiting for either. One thing happens at a time: a rebalance (kafka-python runs it
 inside ``poll``, calling the listener from its IO thread while ``poll`` waits) never meets a batch half done, and
 records fetched before it are not processed after it: the consumer drops fetches for partitions it no longer holds or at
 positions the assignment sought away from, and the loop skips whatever it holds no state for.
@@ -22,8 +23,8 @@ import math
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Hashable, Iterable, Iterator
+from typing import Any, cast
 
 from kafka import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -32,8 +33,9 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
+from streams.agents.idle_rules import Backlog
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
-from streams.engine.store import CHECKPOINT_MAX_BYTES, CheckpointStore, Outbox, Slot
+from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
 from streams.settings import Settings
@@ -43,6 +45,13 @@ TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.
 INPUTS = (TASK, JOB, FEED)
 BATCH_MAX = 5000  # records per poll at most
 POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
+# The clients' tuning, by measurement (python -m laggard.bench.direct_ab, 60 k Google events, 2 rounds side by
+# side): linger 50 ms and 1 MB batches with 4 MB / 64 KB fetches gave +21 % events per wall second and +20 % per
+# CPU second over linger 10 ms, 256 KB and kafka-python's fetch defaults; gzip on the outputs cost 16 % (the
+# worker is CPU-bound, the broker local): no compression. The fetch part is not kept: in the bench's catch-up of
+# 500 k pre-loaded events it left job-events[0] unread for 124 s and the health check ended the worker.
+PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None}
+CONSUMER_OPTIONS: dict[str, Any] = {}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 
 
@@ -52,14 +61,15 @@ class DirectWorker:
     def __init__(self, settings: Settings, partitions: int, health: Health | None = None) -> None:
         self.settings = settings
         self.health = health
-        self.producer = kafka_clients.producer(settings, linger_ms=10, batch_size=256 * 1024, compression_type=None,
-                                               max_request_size=CHECKPOINT_MAX_BYTES)
+        self.producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES)
         self.outbox = Outbox(self.producer)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
-        self.normalise = NormaliseHost(settings, partitions, self.outbox)
+        self.checkpoints = Checkpoints(self.outbox, self.store)
+        self.backlog = Backlog()  # what waits unread on the broker: a catch-up is not idleness
+        self.normalise = NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
         self.predict = PredictHost(settings, self.outbox) if settings.prediction_method != "off" else None
-        self.rank = RankHost(settings, partitions, self.outbox)
+        self.rank = RankHost(settings, partitions, self.outbox, behind=self.partition_behind)
         self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
         self.progress_lock = threading.Lock()  # the health check reads it from a thread of its own
         self.assigned: frozenset[TopicPartition] = frozenset()
@@ -73,7 +83,7 @@ class DirectWorker:
         self.consumer = kafka_clients.consumer(
             settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
             partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
-            session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX)
+            session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX, **CONSUMER_OPTIONS)
         self.consumer.subscribe(topics=list(INPUTS), listener=Rebalance(self))
 
     def _reader_counters(self) -> dict[str, list[Any]]:
@@ -102,6 +112,7 @@ class DirectWorker:
                 if polled:
                     self.process(polled)
                 self.tick()
+                self.settle()
             clean = True
         finally:
             # After an error (a refused output, a batch half processed) the states hold work whose outputs may
@@ -135,9 +146,39 @@ class DirectWorker:
         for counter in self._readers[tp.topic]:
             counter.inc(len(records))
         last = records[-1]
+        self.backlog.processed(tp, last.offset)  # the hosts process every record of the batch
+        self.backlog.ended(tp, self.consumer.highwater(tp))
         with self.progress_lock:
             self.progress.read((tp.topic, tp.partition), last.offset,
                                last.timestamp / 1000 if last.timestamp else time.time(), time.monotonic())
+
+    def job_stream_behind(self, partition: Hashable) -> bool:
+        """A silent job stream is not idle while events of its partition wait unread (task events ran 6,667 s
+        of event time ahead of job events before kafka-python fetched a single job event)."""
+        p = cast(int, partition)
+        return self.backlog.behind((JOB, p), (TASK, p))
+
+    def partition_behind(self, partition: Hashable) -> bool:
+        """A normalising partition holding the ranking back is not idle while its progress mark may wait unread:
+        on the ranking feed, or in its own events when this worker normalises it."""
+        p = cast(int, partition)
+        return self.backlog.behind((FEED, 0), (TASK, p), (JOB, p))
+
+    def refresh_backlog(self) -> None:
+        """Ask the broker what the fetches did not tell yet: where never-read partitions start, where they end
+        (blocking calls: on the loop's thread, never in the rebalance callback)."""
+        starts, ends = self.backlog.unknown()
+        try:
+            for tp in starts:
+                position = self.consumer.position(TopicPartition(*tp), timeout_ms=5000)
+                if position is not None:
+                    self.backlog.start(tp, position)
+            if ends:
+                found = self.consumer.end_offsets([TopicPartition(*tp) for tp in ends], timeout_ms=5000)
+                for tp, end in found.items():
+                    self.backlog.ended((tp.topic, tp.partition), end)
+        except KafkaError as exc:  # unknown stays behind, for the catch-up allowance at most
+            log.debug("backlog refresh failed: %s", exc)
 
     def working(self) -> None:
         """The ranking publishes a long catch-up: tell the health check the feed is being processed."""
@@ -152,6 +193,7 @@ class DirectWorker:
         if self.settings.idle_stream_timeout_s <= 0 or time.monotonic() < self._next_tick:
             return
         self._next_tick = time.monotonic() + self._idle_every_s
+        self.refresh_backlog()
         self.normalise.tick()
         self.rank.tick()
 
@@ -162,14 +204,23 @@ class DirectWorker:
         return [slot for host in hosts if host is not None for slot in host.slots.values()]
 
     def checkpoint(self, due: Iterable[Slot[Any]]) -> None:
-        """Outputs acknowledged, then the checkpoints of ``due``, acknowledged, then the offsets they cover."""
-        due = list(due)
-        self.outbox.confirm()
+        """Queue the checkpoints of ``due``: sent once the broker acknowledged every output so far, their offsets
+        committed once they are acknowledged themselves (``settle``); the loop goes on meanwhile."""
         for slot in due:
-            self.store.write(slot.key, pack(slot.state.snapshot(), slot.offsets))
-        self.outbox.confirm()
+            self.checkpoints.queue(slot, pack(slot.state.snapshot(), slot.offsets))
+        self.settle()
+
+    def settle(self) -> None:
+        """Move the queued checkpoints on without waiting; commit the offsets of those acknowledged."""
+        if self.checkpoints.advance():
+            self.commit()
+
+    def checkpoint_now(self, due: Iterable[Slot[Any]]) -> None:
+        """``checkpoint``, waiting until every queued checkpoint is acknowledged and committing (a rebalance, a
+        stop)."""
         for slot in due:
-            slot.saved_now()
+            self.checkpoints.queue(slot, pack(slot.state.snapshot(), slot.offsets))
+        self.checkpoints.drain()
         self.commit()
 
     def covering(self, tp: TopicPartition) -> list[Slot[Any]]:
@@ -205,22 +256,24 @@ class DirectWorker:
 
     def revoked(self) -> None:
         """Checkpoint every state that processed something since its last checkpoint, commit, forget them."""
-        dirty = [slot for slot in self.slots() if slot.held]
-        if dirty:
-            self.checkpoint(dirty)
+        self.checkpoint_now([slot for slot in self.slots() if slot.held])
         self.forget()
 
     def forget(self) -> None:
+        self.checkpoints.clear()
         self.normalise.forget()
         if self.predict is not None:
             self.predict.slots.clear()
         self.rank.forget()
         self.assigned = frozenset()
+        self.backlog.assign(())
         self._committed.clear()
 
     def assigned_now(self, assigned: set[TopicPartition]) -> None:
         """Restore the states of ``assigned`` from their checkpoints and seek each partition to them."""
         self.assigned = frozenset(assigned)
+        self.backlog.assign(assigned)
+        self._next_tick = 0.0  # the loop asks the broker where the new partitions start and end at once
         partitions = {tp.partition for tp in assigned if tp.topic in (TASK, JOB)}
         alone = sorted(p for p in partitions if not {TopicPartition(TASK, p), TopicPartition(JOB, p)} <= assigned)
         if alone:
@@ -246,16 +299,16 @@ class DirectWorker:
         covering = self.covering(tp)
         position = min((slot.offsets.get(source, -1) + 1 for slot in covering), default=0)
         if position == 0:
-            self.consumer.seek_to_beginning(tp)
+            self.consumer.seek_to_beginning(tp)  # the log's start: the loop asks for it (refresh_backlog)
         else:
             self.consumer.seek(tp, position)
+            self.backlog.start((tp.topic, tp.partition), position)
 
     def close(self, checkpoint: bool = True) -> None:
         """A last checkpoint (after a clean stop only), a clean leave from the group, the producer closed."""
         try:
-            dirty = [slot for slot in self.slots() if slot.held]
-            if checkpoint and dirty and self.assigned:
-                self.checkpoint(dirty)
+            if checkpoint and self.assigned:
+                self.checkpoint_now([slot for slot in self.slots() if slot.held])
         finally:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
