@@ -305,13 +305,15 @@ def query(spec: str, node: str, task_type: str, threshold: str | None, target: s
     end; a refusal the budget cannot pay for is an allowance that says so."""
     from adapters.extender import BlacklistFile
 
-    threshold = threshold or ("0" if calibration["calibrated"] else "1.0")
+    calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
+    threshold = threshold or ("0" if calibrated else "1.0")
     budget = make_budget(budget_share, budget_window, calibration)
     if budget_state is not None and budget_state.exists():
         try:
             budget = restore_budget(orjson.loads(budget_state.read_bytes()))
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
+        same_kind(budget, calibrated, f"--budget-state {budget_state}")
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
     adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
     advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
@@ -355,7 +357,8 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     if state_file is not None and not live:
         raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
-    threshold = threshold or ("0" if calibration["calibrated"] else "1.0")
+    calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
+    threshold = threshold or ("0" if calibrated else "1.0")
     budget = make_budget(budget_share, budget_window, calibration)
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
     adviser.budget = budget
@@ -367,6 +370,8 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
         status = (LiveStatus.load(state_file) if state_file else None) or LiveStatus(NodeStatusTracker())
         if status.budget is None or budget is None:  # a saved budget (and its window) wins over the flags
             status.budget = budget
+        elif state_file is not None:
+            same_kind(status.budget, calibrated, f"--state {state_file}")
         adviser.budget, lock = status.budget, status.lock
         feed = StatusFeed(settings, status, state_file, health=health)
         _start_feed(feed)
@@ -404,3 +409,13 @@ def _start_feed(feed: Any) -> None:
         feed.start()
     except (BrokerUnavailable, TopicMissing) as exc:
         raise UserError(str(exc)) from None
+
+
+def same_kind(budget: object, calibrated: bool, where: str) -> None:
+    """A saved budget of the other kind than the flags ask for is one clear line: the threshold's default
+    follows --calibrated (a floor of 0 there, a z of 1.0 otherwise), so a first-come budget restored under
+    --calibrated would refuse every node above z 0, and a calibration restored without it would floor at 1.0."""
+    if isinstance(budget, CalibratedBudget) != calibrated:
+        saved, flag = ("a calibrated budget", "add --calibrated") if not calibrated else \
+            ("a first-come budget", "drop --calibrated")
+        raise UserError(f"{where} holds {saved}; {flag} or remove the file")

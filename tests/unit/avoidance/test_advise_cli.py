@@ -106,3 +106,18 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")
+
+
+def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silent_switch(tmp_path: Path) -> None:
+    """A first-come state read under --calibrated used to apply the calibration's floor (0) as a z threshold."""
+    state = tmp_path / "budget.json"
+    base = ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04", "--type", "compute",
+            "--budget-state", str(state), "--json"]
+    assert CliRunner().invoke(cli, base).exit_code == 0  # writes a first-come budget
+    calibrated = CliRunner().invoke(cli, [*base, "--calibrated"])
+    assert calibrated.exit_code == 1 and "holds a first-come budget; drop --calibrated" in calibrated.output
+    assert "Traceback" not in calibrated.output
+    state.unlink()
+    assert CliRunner().invoke(cli, [*base, "--calibrated"]).exit_code == 0  # writes a calibration
+    plain = CliRunner().invoke(cli, base)
+    assert plain.exit_code == 1 and "holds a calibrated budget; add --calibrated" in plain.output
