@@ -54,7 +54,7 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
     if n == 0:
         empty = np.zeros(0)
         return empty, empty, np.zeros(0, dtype=bool)
-    times = np.maximum(times, 0)
+    times = np.clip(times, 0, (1 << _TIME_BITS) - 1)  # a longer time would spill into the job bits of the key
     # Sorted by job, then time, events before censorings at a tie (the product-limit convention).
     order = np.lexsort((~finished, times, jobs))
     sj, st, se = jobs[order], times[order], finished[order]

@@ -85,13 +85,14 @@ RUNNING_LONG_EVERY_US = 5 * 60_000_000
 def running_detector(config: RankingConfig) -> RunningTaskDetector:
     window = config.window_size_us
     scales = {RunningScale(w, RUNNING_Z_SCAN) for w in RUNNING_SCAN_US if w < window}
-    every = RUNNING_LONG_EVERY_US if window % RUNNING_LONG_EVERY_US == 0 else None
+    every = RUNNING_LONG_EVERY_US  # the first boundary at or after each 5-minute mark, whatever the period
     scales |= {RunningScale(window, every_us=every), RunningScale(3 * window, RUNNING_Z_LONG, every)}
     fast = config.period_us <= RUNNING_FAST_PERIOD_US
     return RunningTaskDetector(tuple(scales), z_list=RUNNING_Z, min_effect=RUNNING_MIN_EFFECT,
                                min_tasks=config.min_tasks, persistence=RUNNING_PERSISTENCE, quiet_us=window,
                                warmup_us=window, z_release=RUNNING_Z_RELEASE_FAST if fast else RUNNING_Z_RELEASE,
-                               release_tasks=max(RUNNING_RELEASE_TASKS, config.min_tasks))
+                               release_tasks=max(RUNNING_RELEASE_TASKS, config.min_tasks),
+                               period_us=config.period_us)
 
 
 def noop_detector(config: RankingConfig) -> NoopDetector:

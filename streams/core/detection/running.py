@@ -85,6 +85,10 @@ class Scale:
     z: float | None = None
     every_us: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.every_us is not None and self.every_us <= 0:
+            raise ValueError(f"a scale's every_us must be positive, not {self.every_us}")
+
     @property
     def label(self) -> str:
         return f"{self.window_us / MINUTE_US:g} min"
@@ -123,7 +127,8 @@ class RunningTaskDetector:
     def __init__(self, scales: Sequence[Scale], z_list: float = 5.0, min_effect: float = 0.3,
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
                  min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0,
-                 release_tasks: int | None = None, min_progress: float = 0.1, recent_rate: bool = True) -> None:
+                 release_tasks: int | None = None, min_progress: float = 0.1, recent_rate: bool = True,
+                 period_us: int | None = None) -> None:
         if not scales:
             raise ValueError("the running-task detector needs at least one scale")
         self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
@@ -133,6 +138,7 @@ class RunningTaskDetector:
         self.release_tasks = min_tasks if release_tasks is None else release_tasks  # a scale judging recovery
         self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
         self.recent_rate = recent_rate
+        self.period_us = period_us  # boundaries this far apart (None: unknown); see ``looks_at``
         self._projected: dict[tuple[str, str], int] = {}  # running task -> the duration its last checkpoint projects
         self._reported: dict[tuple[str, str], tuple[int, float]] = {}  # running task -> its last (elapsed, progress)
         self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
@@ -209,7 +215,8 @@ class RunningTaskDetector:
         projected = elapsed / progress
         if self.recent_rate and before is not None and progress > before[1] and elapsed > before[0]:
             rate = (progress - before[1]) / (elapsed - before[0])
-            projected = elapsed + (1.0 - progress) / rate
+            # a creeping report (a tiny step) must not project decades: no further than the mean rate's bound
+            projected = min(elapsed + (1.0 - progress) / rate, elapsed / self.min_progress)
         self._projected[key] = round(projected)
 
     def _forget(self, end: int, nodes: IntArray, starts: IntArray, durations: IntArray, quiet: list[str]) -> None:
@@ -272,7 +279,7 @@ class RunningTaskDetector:
     # --- judgement --------------------------------------------------------------------------------------------
 
     def _clearly_slow(self, scale: Scale, tally: Tally, end: int) -> bool:
-        if scale.every_us is not None and end % scale.every_us:
+        if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
             return False
         z = self.z_list if scale.z is None else scale.z
         return tally.tasks >= self.min_tasks and tally.z >= z and tally.effect >= self.min_effect
@@ -363,3 +370,18 @@ def _why(scale: Scale, t: Tally, streak: int, z_list: float) -> str:
     return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
             f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
             f"(censored normal scores, z {t.z:.1f} >= {z_list:g})")
+
+
+def looks_at(end: int, every_us: int, period_us: int | None) -> bool:
+    """Whether a scale judged every ``every_us`` looks at boundary ``end``: the first boundary at or after each
+    multiple of ``every_us`` when boundaries are ``period_us`` apart (so a 2-minute period looks about every 5
+    minutes too, not every lcm(2, 5) = 10), ``end`` a multiple of it when the period is unknown.
+
+    >>> [m for m in range(0, 21, 2) if looks_at(m, 5, 2)]
+    [0, 6, 10, 16, 20]
+    >>> [m for m in range(0, 11) if looks_at(m, 5, 1)] == [m for m in range(0, 11) if looks_at(m, 5, None)]
+    True
+    """
+    if period_us is None:
+        return end % every_us == 0
+    return end // every_us > (end - period_us) // every_us
