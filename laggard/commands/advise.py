@@ -306,6 +306,9 @@ def query(spec: str, node: str, task_type: str, threshold: str | None, target: s
     from adapters.extender import BlacklistFile
 
     calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
+    if calibrated and budget_state is None:  # a fresh calibration has no requests to rank among, no tokens
+        raise UserError("--calibrated ranks a request among the earlier ones and pays refusals with tokens they "
+                        "earned: give --budget-state FILE to keep them between queries")
     threshold = threshold or ("0" if calibrated else "1.0")
     budget = make_budget(budget_share, budget_window, calibration)
     if budget_state is not None and budget_state.exists():

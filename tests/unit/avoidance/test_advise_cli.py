@@ -121,3 +121,5 @@ def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silen
     assert CliRunner().invoke(cli, [*base, "--calibrated"]).exit_code == 0  # writes a calibration
     plain = CliRunner().invoke(cli, base)
     assert plain.exit_code == 1 and "holds a calibrated budget; add --calibrated" in plain.output
+    alone = CliRunner().invoke(cli, [*base[:-3], "--json", "--calibrated"])  # no --budget-state: it could never refuse
+    assert alone.exit_code == 1 and "give --budget-state FILE" in alone.output
