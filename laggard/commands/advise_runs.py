@@ -348,7 +348,10 @@ def evaluate_trace(spec: str, knobs: Knobs) -> dict[str, Any]:
     biggest = max(cart.types(), key=lambda kind: sum(1 for s in samples if s.task_type == kind), default="")
     errors = metrics_rows(metrics_by_type(samples, test, cart_pred), "cart")
     errors += metrics_rows(metrics_by_type(samples, test, hoeff_pred), "hoeffding")
-    return {"trace": spec, "threshold": threshold, "refusal_budget": _budget_doc(knobs, mode),
+    budget = _budget_doc(knobs, mode)
+    if budget is not None and mode == "calibrated":  # on a trace the learning hours' threshold is the floor
+        budget["floor"] = threshold
+    return {"trace": spec, "threshold": threshold, "refusal_budget": budget,
             "knobs": asdict(knobs),
             "runs": [_score_row("trace", by_median, by_z)], "tree_errors": errors,
             "tree": {"task_type": biggest, "text": cart.text(biggest)}}  # fmt: skip
