@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
 from kafka.structs import TopicPartition
 
 from laggard import kafka_local
@@ -49,25 +50,35 @@ def broker_peak_mb(broker: kafka_local.Broker) -> float | None:
     return None if pid is None else vm_hwm_mb(pid)
 
 
-def fresh_topics(settings: Settings, partitions: int) -> None:
-    """Delete every topic but Kafka's own, then create laggard's with broker timestamps."""
-    client = kafka_clients.admin(settings)
-    try:
-        doomed = [name for name in client.list_topics() if not name.startswith("__")]
-        if doomed:
-            client.delete_topics(doomed)
-            deadline = time.monotonic() + 60
-            while set(doomed) & set(client.list_topics()):
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"topics {doomed} were not deleted within a minute")
-                time.sleep(0.5)
-        client.create_topics([
-            NewTopic(name=topic.name, num_partitions=topic.partitions or partitions, replication_factor=1,
-                     topic_configs={**topic.config(), **LOG_APPEND_TIME})
-            for topic in registry.TOPICS
-        ])  # fmt: skip
-    finally:
-        client.close()
+def fresh_topics(settings: Settings, partitions: int, attempts: int = 5) -> None:
+    """Delete every topic but Kafka's own, then create laggard's with broker timestamps.
+
+    A client of the scenario before (a worker or replayer still closing) can ask for a topic's metadata between
+    the delete and the create, and the broker then creates it with its defaults (CI saw 'task-events' already
+    exist): the whole round is tried again, a few times."""
+    for attempt in range(attempts):
+        client = kafka_clients.admin(settings)
+        try:
+            doomed = [name for name in client.list_topics() if not name.startswith("__")]
+            if doomed:
+                client.delete_topics(doomed)
+                deadline = time.monotonic() + 60
+                while set(doomed) & set(client.list_topics()):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"topics {doomed} were not deleted within a minute")
+                    time.sleep(0.5)
+            client.create_topics([
+                NewTopic(name=topic.name, num_partitions=topic.partitions or partitions, replication_factor=1,
+                         topic_configs={**topic.config(), **LOG_APPEND_TIME})
+                for topic in registry.TOPICS
+            ])  # fmt: skip
+            return
+        except TopicAlreadyExistsError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(1.0)
+        finally:
+            client.close()
 
 
 def input_partitions(settings: Settings) -> list[TopicPartition]:
