@@ -81,6 +81,20 @@ def consume(settings: Settings, total: int, timeout_s: float = 300) -> float:
         client.close()
 
 
+def counted(marks: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (broker ms, processed) marks from the first that counts a processed event on.
+
+    >>> counted([(10, 0), (20, 0), (30, 5), (40, 5)])
+    [(30, 5), (40, 5)]
+    >>> counted([(10, 0)])
+    []
+    """
+    for index, (_, processed) in enumerate(marks):
+        if processed > 0:
+            return marks[index:]
+    return []
+
+
 class ProgressWatch:
     """How many pre-loaded events the workers have processed, from the Progress marks on ranking-feed.
 
@@ -113,6 +127,10 @@ class ProgressWatch:
                     self.marks.append((record.timestamp, self.processed))
 
     @property
+    def counted_marks(self) -> list[tuple[int, int]]:
+        return counted(self.marks)
+
+    @property
     def processed(self) -> int:
         return sum(bisect.bisect_right(self.times[p], w) for p, w in self.watermarks.items())
 
@@ -135,17 +153,26 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
             workers.check_alive()
             progress.poll()
             now_ms = time.time() * 1000
-            if not progress.marks:
+            # marks that count no pre-loaded event yet (a watermark before a partition's first event) are
+            # start-up: the window and the idle limit run from the first mark that counts one (CI once ended
+            # a tiny run on such marks alone and divided by a rate of 0)
+            counted = progress.counted_marks
+            if not counted:
                 if now_ms / 1000 - workers.started_wall > 180:
-                    raise RuntimeError(f"workers of {workers.app_id} published no progress within 180 s")
+                    raise RuntimeError(f"workers of {workers.app_id} processed none of the pre-loaded events "
+                                       "within 180 s by their progress marks")
                 continue
-            first_ms, last_ms = progress.marks[0][0], progress.marks[-1][0]
+            first_ms, last_ms = counted[0][0], counted[-1][0]
             if now_ms - first_ms >= window_s * 1000 or now_ms - last_ms >= idle_s * 1000:
                 break
     finally:
         progress.close()
     usage = workers.usage()
-    (t0, c0), (t1, c1) = progress.marks[0], progress.marks[-1]
+    counted = progress.counted_marks
+    if not counted:  # done without a counting mark: every event was after its partition's last boundary
+        raise RuntimeError(f"workers of {workers.app_id} finished before any progress mark counted an event; "
+                           "the bench needs more events than one ranking period")
+    (t0, c0), (t1, c1) = counted[0], counted[-1]
     seconds = t1 / 1000 - workers.started_wall
     cpu = [c for c in usage["cpu_seconds"] if c is not None]
     return {"workers": workers.count, "partitions": PARTITIONS, "events": len(events), "processed": c1,

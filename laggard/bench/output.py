@@ -20,6 +20,12 @@ def _latency_source(latency: dict[str, Any]) -> str:
     return "delta" if latency["delta"]["finish_to_output"].get("n", 0) else "ranking"
 
 
+def _over(numerator: float, denominator: float) -> float | None:
+    """A ratio, or None (shown as "-", target not met) when a stage measured a rate of 0: one figure missing
+    must not cost the document every other figure."""
+    return numerator / denominator if denominator else None
+
+
 def ratios(document: dict[str, Any]) -> dict[str, Any]:
     """Each figure divided by its floor, and the issue's targets with whether they are met."""
     decode = document["floors"]["google_events"]
@@ -31,15 +37,15 @@ def ratios(document: dict[str, Any]) -> dict[str, Any]:
     latency = kafka["latency"]
     source = _latency_source(latency)
     result: dict[str, Any] = {
-        "statistics_to_orjson_floor": statistics / decode["orjson_loads_per_s"],
-        "statistics_to_orjson_records": statistics / decode["orjson_records_per_s"],
-        "statistics_to_codec_floor": statistics / decode["codec_decode_per_s"],
-        "nurd_path_to_orjson_floor": nurd / usage["orjson_loads_per_s"],
-        "nurd_path_to_codec_floor": nurd / usage["codec_decode_per_s"],
+        "statistics_to_orjson_floor": _over(statistics, decode["orjson_loads_per_s"]),
+        "statistics_to_orjson_records": _over(statistics, decode["orjson_records_per_s"]),
+        "statistics_to_codec_floor": _over(statistics, decode["codec_decode_per_s"]),
+        "nurd_path_to_orjson_floor": _over(nurd, usage["orjson_loads_per_s"]),
+        "nurd_path_to_codec_floor": _over(nurd, usage["codec_decode_per_s"]),
         "nurd_batch_over_nurd": document["nurd_cost"]["batch_over_nurd"],
-        "one_worker_to_consume_floor": kafka["one_worker"]["sustained_per_s"] / consume,
-        "two_workers_to_consume_floor": kafka["two_workers"]["sustained_per_s"] / consume,
-        "two_workers_over_one": kafka["two_workers"]["sustained_per_s"] / kafka["one_worker"]["sustained_per_s"],
+        "one_worker_to_consume_floor": _over(kafka["one_worker"]["sustained_per_s"], consume),
+        "two_workers_to_consume_floor": _over(kafka["two_workers"]["sustained_per_s"], consume),
+        "two_workers_over_one": _over(kafka["two_workers"]["sustained_per_s"], kafka["one_worker"]["sustained_per_s"]),
         "fastavro_over_avro_reference": decode["fastavro_vs_avro_reference"],
         "latency_source": source,
     }
@@ -49,9 +55,9 @@ def ratios(document: dict[str, Any]) -> dict[str, Any]:
     direct_targets: list[dict[str, Any]] = []
     if direct is not None:  # `laggard worker --engine direct` on the same records, its consume floor beside it
         one, two, live = direct["one_worker"], direct["two_workers"], direct["latency"]
-        result["direct_one_worker_to_consume_floor"] = one["sustained_per_s"] / direct["consume_per_s"]
-        result["direct_two_workers_over_one"] = two["sustained_per_s"] / one["sustained_per_s"]
-        result["direct_over_faust_one_worker"] = one["sustained_per_s"] / kafka["one_worker"]["sustained_per_s"]
+        result["direct_one_worker_to_consume_floor"] = _over(one["sustained_per_s"], direct["consume_per_s"])
+        result["direct_two_workers_over_one"] = _over(two["sustained_per_s"], one["sustained_per_s"])
+        result["direct_over_faust_one_worker"] = _over(one["sustained_per_s"], kafka["one_worker"]["sustained_per_s"])
         direct_p99 = live[_latency_source(live)]["finish_to_output"].get("p99_s")
         direct_targets = [
             _target("direct: one worker / raw consume", result["direct_one_worker_to_consume_floor"], 0.25, "ratio"),
@@ -71,9 +77,9 @@ def ratios(document: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _target(name: str, value: float, floor: float, unit: str) -> dict[str, Any]:
+def _target(name: str, value: float | None, floor: float, unit: str) -> dict[str, Any]:
     shown = f">= {floor:.0%}" if unit == "ratio" else f">= {floor:g}x"
-    return {"name": name, "value": value, "target": shown, "met": value >= floor}
+    return {"name": name, "value": value, "target": shown, "met": value is not None and value >= floor}
 
 
 def _n(value: Any, digits: int = 0) -> str:
