@@ -52,6 +52,7 @@ class NodeRanker:
         self._windows = self._new_windows()
         self._policy = BlacklistPolicy(self.config, policy.select)
         self._book = BlacklistBook(self.config.cluster_id, self.config.policy)
+        self._rows = _RowCache()
 
     def _new_windows(self) -> NodeWindows:
         return NodeWindows(self.config.window_size_us, self.config.period_us, self.config.confidence)
@@ -84,7 +85,7 @@ class NodeRanker:
         view = WindowView(start, end, stats, self._windows.mean_count)
         evidence = self.detector.detect(view)
         verdicts = self._policy.judge(view, evidence, self._book.listed)
-        return Ranking(start, end, self.config.policy, _ordered_rows(stats, evidence, verdicts),
+        return Ranking(start, end, self.config.policy, self._rows.ordered(stats, evidence, verdicts),
                        self.config.cap(len(stats)), view.mean_count)
 
     def decide(self, now_us: int) -> BlacklistDelta | None:
@@ -130,18 +131,37 @@ def learns_from_samples(config: RankingConfig) -> bool:
     return bool(getattr(POLICIES.get(config.policy).detector(config), "learns_from_samples", True))
 
 
-def _ordered_rows(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
-                  verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
-    """The rows ordered by level (None last), then node id: node ids sorted once, then bucketed
-    by level, which is cheaper than sorting the rows by a tuple key (this runs every period)."""
-    by_level: dict[int, list[NodeRank]] = {}
-    unranked: list[NodeRank] = []
-    for node in sorted(verdicts):
-        v = verdicts[node]
-        level = e.level if (e := evidence.get(node)) is not None else None
-        row = NodeRank(node, stats.get(node), level, v.eligible, v.blacklisted, v.reason)
-        if level is None:
-            unranked.append(row)
-        else:
-            by_level.setdefault(level, []).append(row)
-    return tuple(row for level in sorted(by_level) for row in by_level[level]) + tuple(unranked)
+class _RowCache:
+    """The rows of a ranking ordered by level (None last), then node id, each row reused from the last period
+    when its statistics, level and verdict are the very same objects (most nodes of a large cluster keep them
+    from one period to the next; building 12,000 rows every period was a fifth of the in-process ranking).
+    A cache, not state: a new one (a restore) builds every row again, equal to the ones it replaces."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[NodeStats | None, int | None, Verdict, NodeRank]] = {}
+
+    def ordered(self, stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
+                verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
+        # Node ids sorted once, then bucketed by level: cheaper than sorting the rows by a tuple key.
+        by_level: dict[int, list[NodeRank]] = {}
+        unranked: list[NodeRank] = []
+        old, rows = self._rows, {}
+        stats_of, evidence_of = stats.get, evidence.get
+        for node in sorted(verdicts):
+            v = verdicts[node]
+            s = stats_of(node)
+            level = e.level if (e := evidence_of(node)) is not None else None
+            cached = old.get(node)
+            if cached is not None and cached[2] is v and cached[0] is s and cached[1] == level:
+                row = cached[3]
+            else:
+                row = NodeRank(node, s, level, v.eligible, v.blacklisted, v.reason)
+            rows[node] = (s, level, v, row)
+            if level is None:
+                unranked.append(row)
+            elif (same := by_level.get(level)) is None:
+                by_level[level] = [row]
+            else:
+                same.append(row)
+        self._rows = rows
+        return tuple(row for level in sorted(by_level) for row in by_level[level]) + tuple(unranked)

@@ -58,15 +58,15 @@ class BlacklistBook:
 
     def apply(self, ranking: Ranking) -> BlacklistDelta | None:
         """Make the book follow ``ranking``; return the change, or None when there is none."""
-        rows = ranking.by_node()
         wanted = ranking.blacklist
+        if wanted == self._entries.keys():  # the common case: nothing changed, no rows to look up
+            return None
+        rows = ranking.by_node()
         added = tuple(rows[node].entry() for node in sorted(wanted - set(self._entries)))
         removed = tuple(
             RemovedEntry(node, rows[node].reason if node in rows else "no longer qualifies")
             for node in sorted(set(self._entries) - wanted)
         )
-        if not added and not removed:
-            return None
         for gone in removed:
             del self._entries[gone.node_id]
             del self._added_at[gone.node_id]

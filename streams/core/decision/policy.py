@@ -50,6 +50,7 @@ class BlacklistPolicy:
     def __init__(self, config: RankingConfig, select: Selection = BY_SCORE) -> None:
         self.config = config
         self.select = select
+        self._plain_verdicts: dict[str, Verdict] = {}
 
     def judge(self, window: WindowView, evidence: Mapping[str, Evidence],
               listed: Mapping[str, int]) -> dict[str, Verdict]:
@@ -68,12 +69,24 @@ class BlacklistPolicy:
         places = max(0, cap - len(forced) - len(dwelling) - len(holding))
         chosen, note = self._choose(fresh, places, Draw(frozenset(listed), config.seed, window.end_us))
         special = forced | dwelling | holding | chosen | set(listed)
-        # Most nodes of a large cluster are simply not suspects: their verdict is the reason why not.
-        verdicts = {node: Verdict(node, False, False, reason) for node, reason in why_not.items()
-                    if reason is not None and node not in special}
+        verdicts = self._plain(why_not, special)
         for node in sorted(special | (why_not.keys() - verdicts.keys())):
             verdicts[node] = self._verdict(node, evidence.get(node), why_not.get(node),
                                            (forced, dwelling, holding, chosen), note, listed, window)
+        return verdicts
+
+    def _plain(self, why_not: Mapping[str, str | None], special: set[str]) -> dict[str, Verdict]:
+        """Most nodes of a large cluster are simply not suspects: their verdict is the reason why not, the same
+        verdict as last period when the reason is the same (a cache, not state: rebuilt equal when empty)."""
+        old, verdicts = self._plain_verdicts, {}
+        for node, reason in why_not.items():
+            if reason is None or node in special:
+                continue
+            v = old.get(node)
+            if v is None or v.reason != reason or v.eligible or v.blacklisted:  # (judge adds special verdicts)
+                v = Verdict(node, False, False, reason)
+            verdicts[node] = v
+        self._plain_verdicts = verdicts
         return verdicts
 
     def _why_not(self, nodes: Iterable[str], evidence: Mapping[str, Evidence]) -> dict[str, str | None]:
