@@ -10,8 +10,10 @@ published (its context's ``ClusterView``: each node's window mean z and the blac
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from streams.config import job_idle_timeout_us, partition_for, ranking_config
@@ -117,10 +119,11 @@ class LocalPipeline:
         With ``finish=False`` the end of the trace is not treated as the end of time: open jobs stay open and
         only boundaries every partition has passed are ranked, exactly what a live Kafka worker publishes.
         """
-        for event in events:
-            yield from self.feed(event)
-        if finish:
-            yield from self.finish()
+        with fewer_collections():
+            for event in events:
+                yield from self.feed(event)
+            if finish:
+                yield from self.finish()
 
     def _forward(self, emitted: Emitted) -> list[BlacklistDelta]:
         for record in emitted.summaries if self.summaries else emitted.samples:
@@ -145,3 +148,32 @@ class LocalPipeline:
                 self.counts.deltas += 1
                 deltas.append(publication.delta)
         return deltas
+
+
+# Collections of the youngest generation every this many allocations (CPython's default: 700) during a run.
+GC_YOUNG_THRESHOLD = 50_000
+_raised = 0  # runs in progress that raised the threshold
+_previous = gc.get_threshold()  # the thresholds before the first of them
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the garbage collector less often while a run lasts; the previous thresholds come back after it.
+
+    The pipeline's state is hundreds of thousands of small acyclic objects (window cells, open jobs, each
+    node's statistics and row), freed by reference counting; CPython's cycle collector traversed them all
+    again and again, a third of the CPU of ``run`` on Google 2011 (full collections, each triggered after
+    7,000 young ones). Every 50,000 allocations instead, it costs 4 %, and the results are the same: the
+    collector only ever frees unreachable cycles.
+    """
+    global _raised, _previous
+    if _raised == 0:
+        _previous = gc.get_threshold()
+        gc.set_threshold(max(_previous[0], GC_YOUNG_THRESHOLD), *_previous[1:])
+    _raised += 1
+    try:
+        yield
+    finally:
+        _raised -= 1
+        if _raised == 0:
+            gc.set_threshold(*_previous)
