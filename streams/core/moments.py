@@ -37,14 +37,9 @@ class Moments:
     @classmethod
     def of(cls, values: Sequence[float]) -> Moments:
         """The moments of ``values``, independent of their order (exactly rounded sums)."""
-        n = len(values)
-        if n == 0:
+        if not values:
             return EMPTY
-        if n <= 2:  # one or two values: the plain sums are the exactly rounded ones, bit for bit, and cheaper
-            mean = sum(values) / n
-            return cls(n, mean, sum([(v - mean) ** 2 for v in values]))
-        mean = math.fsum(values) / n
-        return cls(n, mean, math.fsum((v - mean) ** 2 for v in values))
+        return cls(*moments_of(values))
 
     def merge(self, other: Moments) -> Moments:
         """The moments of both sets of values; a negative ``other.n`` withdraws values (see ``without``)."""
@@ -73,6 +68,21 @@ class Moments:
 
 
 EMPTY = Moments()
+
+
+def moments_of(values: Sequence[float]) -> tuple[int, float, float]:
+    """``(n, mean, M2)`` of one or more values, as ``Moments.of`` (without building the object).
+
+    >>> m = Moments.of([4.0, 1.0, 2.0])
+    >>> moments_of([1.0, 2.0, 4.0]) == (m.n, m.mean, m.m2)
+    True
+    """
+    n = len(values)
+    if n <= 2:  # one or two values: the plain sums are the exactly rounded ones, bit for bit, and cheaper
+        mean = sum(values) / n
+        return n, mean, sum([(v - mean) ** 2 for v in values])
+    mean = math.fsum(values) / n
+    return n, mean, math.fsum([(v - mean) ** 2 for v in values])
 
 
 def merge_all(parts: Iterable[Moments]) -> Moments:

@@ -133,12 +133,12 @@ def learns_from_samples(config: RankingConfig) -> bool:
 
 class _RowCache:
     """The rows of a ranking ordered by level (None last), then node id, each row reused from the last period
-    when its statistics, level and verdict are the very same objects (most nodes of a large cluster keep them
+    when its statistics, evidence and verdict are the very same objects (most nodes of a large cluster keep them
     from one period to the next; building 12,000 rows every period was a fifth of the in-process ranking).
     A cache, not state: a new one (a restore) builds every row again, equal to the ones it replaces."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, tuple[NodeStats | None, int | None, Verdict, NodeRank]] = {}
+        self._rows: dict[str, tuple[Verdict, Evidence | None, NodeStats | None, NodeRank]] = {}
 
     def ordered(self, stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
                 verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
@@ -148,15 +148,15 @@ class _RowCache:
         old, rows = self._rows, {}
         stats_of, evidence_of = stats.get, evidence.get
         for node in sorted(verdicts):
-            v = verdicts[node]
-            s = stats_of(node)
-            level = e.level if (e := evidence_of(node)) is not None else None
+            v, e, s = verdicts[node], evidence_of(node), stats_of(node)
             cached = old.get(node)
-            if cached is not None and cached[2] is v and cached[0] is s and cached[1] == level:
+            if cached is not None and cached[0] is v and cached[1] is e and cached[2] is s:
+                rows[node] = cached
                 row = cached[3]
             else:
-                row = NodeRank(node, s, level, v.eligible, v.blacklisted, v.reason)
-            rows[node] = (s, level, v, row)
+                row = NodeRank(node, s, None if e is None else e.level, v.eligible, v.blacklisted, v.reason)
+                rows[node] = (v, e, s, row)
+            level = row.level
             if level is None:
                 unranked.append(row)
             elif (same := by_level.get(level)) is None:

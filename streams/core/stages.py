@@ -183,13 +183,14 @@ class NormalizeStage:
         return self._advance()
 
     def _receive(self, event: Event) -> None:
-        if isinstance(event, JobStart | JobFinish):
-            self._job_watermark = max(self._job_watermark if self._job_watermark is not None else -1, event.ts_us)
+        kind, ts = _KIND_ORDER[type(event)], event.ts_us
+        if kind != 1:  # a job event
+            self._job_watermark = max(self._job_watermark if self._job_watermark is not None else -1, ts)
             self._job_idle = False
-        else:
-            self._task_watermark = max(self._task_watermark, event.ts_us)
+        elif ts > self._task_watermark:
+            self._task_watermark = ts
         self._arrivals += 1
-        heapq.heappush(self._pending, (event.ts_us, _KIND_ORDER[type(event)], self._arrivals, event))
+        heapq.heappush(self._pending, (ts, kind, self._arrivals, event))
 
     @property
     def job_stream_idle(self) -> bool:
@@ -245,14 +246,15 @@ class NormalizeStage:
 
     def _collect(self, produced: list[NormalizedTask], samples: list[NormalizedTask] | None) -> None:
         """File z-values (and the values they withdrew) into the summary of the boundary they belong to."""
-        if samples is not None:
-            samples.extend(produced)
-        if not self.summaries:
-            return
-        for value in produced:
-            self._file(value.emitted_us if value.emitted_us is not None else value.ts_us, value, 0)
-        for at_us, withdrawn in self._normalizer.take_withdrawn():
-            self._file(at_us, withdrawn, 1)
+        if produced:
+            if samples is not None:
+                samples.extend(produced)
+            if self.summaries:
+                for value in produced:
+                    self._file(value.emitted_us if value.emitted_us is not None else value.ts_us, value, 0)
+        if self.summaries and self._normalizer.has_withdrawn:
+            for at_us, withdrawn in self._normalizer.take_withdrawn():
+                self._file(at_us, withdrawn, 1)
 
     def _file(self, at_us: int, value: NormalizedTask, side: int) -> None:
         boundary = boundary_at_or_before(at_us, self.period_us) + self.period_us

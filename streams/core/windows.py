@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from streams.core.events import NodeMoments, NodeSummary, NormalizedTask
-from streams.core.moments import EMPTY, Moments, bucket_width
+from streams.core.moments import EMPTY, Moments, bucket_width, moments_of
 
 # 2: moments per node and bucket instead of single samples (issue 18).
 SNAPSHOT_VERSION = 2
@@ -277,5 +277,4 @@ def from_moments(node_id: str, moments: Moments, confidence: float = 0.95) -> No
 
 def moments_rows(values: dict[tuple[str, int], list[float]]) -> tuple[NodeMoments, ...]:
     """``NodeMoments`` of the values per (node, bucket), in node then bucket order."""
-    return tuple(NodeMoments(node, bucket, (m := Moments.of(v)).n, m.mean, m.m2)
-                 for (node, bucket), v in sorted(values.items()) if v)
+    return tuple(NodeMoments(node, bucket, *moments_of(v)) for (node, bucket), v in sorted(values.items()) if v)

@@ -93,14 +93,22 @@ class JobNormalizer:
         comes after its job's deadline is late whether or not ``expire`` was called in between: the result
         depends on the sequence of events alone, never on when a caller chose to expire.
         """
-        out: list[NormalizedTask] = self.expire(event.ts_us - 1)
-        self._watermark = max(self._watermark, event.ts_us)
+        ts = event.ts_us
+        out: list[NormalizedTask] = self.expire(ts - 1) if self._due(ts - 1) else []
+        if ts > self._watermark:
+            self._watermark = ts
         if event.job_id in self._finished:
             self.late_events += 1
         else:
             out.extend(self._apply(event))
-        out.extend(self.expire(self._watermark))
+        if self._due(self._watermark):
+            out.extend(self.expire(self._watermark))
         return out
+
+    def _due(self, now_us: int) -> bool:
+        """Whether ``expire(now_us)`` has anything to do (the cheap test before it, once or twice per event)."""
+        idle, finished, timeout = self._idle, self._finished_order, self.job_idle_timeout_us
+        return bool(idle and idle[0][0] + timeout <= now_us) or bool(finished and finished[0][0] < now_us - timeout)
 
     def expire(self, now_us: int) -> list[NormalizedTask]:
         """Finalise every job with no event in ``job_idle_timeout_us`` before ``now_us``."""
@@ -213,6 +221,11 @@ class JobNormalizer:
             job.sent = [s for s in scored if horizon_us is None or s.ts_us >= horizon_us]
             out.extend(job.sent)
         return out
+
+    @property
+    def has_withdrawn(self) -> bool:
+        """Whether provisional values were withdrawn since the last ``take_withdrawn``."""
+        return bool(self._withdrawn)
 
     def take_withdrawn(self) -> list[tuple[int, NormalizedTask]]:
         """``(event time, value)`` of the provisional values withdrawn since the last call: replaced by newer

@@ -43,6 +43,7 @@ class PCoresDetector:
         # A cache, not learned state: what each node's evidence was computed from, and that evidence.
         self._keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
         self._evidence: dict[str, Evidence] = {}
+        self._words: dict[int | tuple[int, int], str] = {}  # reasons by n, or by (level, depth), made once
 
     def learn(self, sample: NormalizedTask) -> None:
         """Nothing to learn: the window statistics are the whole evidence."""
@@ -85,13 +86,19 @@ class PCoresDetector:
 
     def _ineligible(self, s: NodeStats, level: int | None, edges: bool, depth: int) -> str | None:
         if s.n < self.min_tasks:
-            return f"too few samples: n={s.n} < min_tasks {self.min_tasks}"
+            few = self._words.get(s.n)  # thousands of nodes a period have too few samples: the same words
+            if few is None:
+                few = self._words[s.n] = f"too few samples: n={s.n} < min_tasks {self.min_tasks}"
+            return few
         if s.ci_low is None or level is None:
             return f"no interval: n={s.n}"
         if not edges:
             return "all intervals overlap: no node is clearly slower than another"
         if level > 0:
-            return f"not level 0 (level {level} of {depth})"
+            words = self._words.get((level, depth))
+            if words is None:
+                words = self._words[level, depth] = f"not level 0 (level {level} of {depth})"
+            return words
         floor = self.significance_floor
         if floor is not None and s.ci_low <= floor:
             return f"not clearly slow: ci_low {s.ci_low:+.3f} <= significance floor {floor:g}"
