@@ -206,7 +206,7 @@ class NormalizeStage:
         samples: list[NormalizedTask] = []
         summaries: list[NodeSummary] = []
         self._apply_before(watermark, watermark, samples, summaries)
-        if watermark > 0:
+        if watermark > 0 and self._normalizer.due(watermark - 1):
             self._collect(self._normalizer.expire(watermark - 1), samples)
         return Emitted(samples, summaries, self._progress(watermark))
 
@@ -231,7 +231,9 @@ class NormalizeStage:
                 self._closed = boundary_at_or_before(pending[0][0], period)
             following = None if self._closed is None else self._closed + period
             if pending and pending[0][0] < watermark and (following is None or pending[0][0] < following):
-                self._collect(self._normalizer.update(heapq.heappop(pending)[3]), samples)
+                produced = self._normalizer.update(heapq.heappop(pending)[3])
+                if produced or self._normalizer.has_withdrawn:
+                    self._collect(produced, samples)
             elif following is not None and following <= close_until:
                 summaries.extend(self._close(following, samples))
             else:

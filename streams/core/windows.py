@@ -197,17 +197,22 @@ class NodeWindows:
         if window is None:
             return {}
         start, end = window
+        cells, cache, confidence, count = self._cells, self._cache, self.confidence, self._total
         for node in self._dirty:
-            old = self._cache.pop(node, None)
-            self._total -= 0 if old is None else old.n
-            signed = [t for bucket, cell in self._cells.get(node, {}).items() if start <= bucket < end
-                      for ts in cell.values() for t in ts]
-            total = combine(signed)
+            old = cache.pop(node, None)
+            if old is not None:
+                count -= old.n
+            buckets = cells.get(node)
+            if buckets is None:
+                continue
+            total = combine([t for bucket, cell in buckets.items() if start <= bucket < end
+                             for ts in cell.values() for t in ts])
             if total.n > 0:
-                self._cache[node] = from_moments(node, total, self.confidence)
-                self._total += total.n
+                cache[node] = from_moments(node, total, confidence)
+                count += total.n
+        self._total = count
         self._dirty.clear()
-        return dict(self._cache)
+        return dict(cache)
 
     @property
     def mean_count(self) -> float:

@@ -94,19 +94,19 @@ class JobNormalizer:
         depends on the sequence of events alone, never on when a caller chose to expire.
         """
         ts = event.ts_us
-        out: list[NormalizedTask] = self.expire(ts - 1) if self._due(ts - 1) else []
+        out: list[NormalizedTask] = self.expire(ts - 1) if self.due(ts - 1) else []
         if ts > self._watermark:
             self._watermark = ts
         if event.job_id in self._finished:
             self.late_events += 1
         else:
             out.extend(self._apply(event))
-        if self._due(self._watermark):
+        if self.due(self._watermark):
             out.extend(self.expire(self._watermark))
         return out
 
-    def _due(self, now_us: int) -> bool:
-        """Whether ``expire(now_us)`` has anything to do (the cheap test before it, once or twice per event)."""
+    def due(self, now_us: int) -> bool:
+        """Whether ``expire(now_us)`` has anything to do: the cheap test before it, a few times per event."""
         idle, finished, timeout = self._idle, self._finished_order, self.job_idle_timeout_us
         return bool(idle and idle[0][0] + timeout <= now_us) or bool(finished and finished[0][0] < now_us - timeout)
 
