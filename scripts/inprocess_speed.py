@@ -44,7 +44,9 @@ cpu = time.process_time() - cpu
 digest = hashlib.sha256()
 pipeline = LocalPipeline(Settings(), on_ranking=lambda r: digest.update(repr(r).encode()))
 deltas = list(pipeline.run(events)) if sys.argv[2] == "digest" else []
-print(json.dumps({"codec_decode_per_s": floor, **figures, "pipeline_cpu_per_s": len(events) / cpu,
+import streams
+print(json.dumps({"source": streams.__file__, "codec_decode_per_s": floor, **figures,
+                  "pipeline_cpu_per_s": len(events) / cpu,
                   "ratio_to_codec_floor": figures["pipeline_per_s"] / floor, "codec_decode_cpu_per_s": cpu_floor,
                   "cpu_ratio_to_codec_floor": len(events) / cpu / cpu_floor,
                   "rankings_sha256": digest.hexdigest() if deltas else None,
@@ -70,7 +72,8 @@ def main() -> int:
                   "n = None if sys.argv[2] == 'all' else int(sys.argv[2]); "
                   "pickle.dump(list(itertools.islice(t, n)), open(sys.argv[1], 'wb'))")  # fmt: skip
         print("reading the events", file=sys.stderr)
-        subprocess.run([args.python, "-c", reader, str(events_file), str(args.events or "all")], env=env, check=True)
+        subprocess.run([args.python, "-c", reader, str(events_file), str(args.events or "all")], env=env,
+                       cwd=trees["tree"], check=True)
         with events_file.open("rb") as handle:
             count = len(pickle.load(handle))
         rounds: dict[str, list[dict[str, object]]] = {name: [] for name in trees}
@@ -78,8 +81,9 @@ def main() -> int:
             for name, path in trees.items():
                 print(f"round {round_ + 1}: {name} ({path})", file=sys.stderr)
                 mode = "digest" if round_ == 0 else "rate"
+                # cwd=path as well: ``python -c`` puts the working directory before PYTHONPATH on sys.path
                 out = subprocess.run([args.python, "-c", CHILD, str(events_file), mode], capture_output=True,
-                                     text=True, env=dict(os.environ, PYTHONPATH=path), check=True).stdout
+                                     text=True, env=dict(os.environ, PYTHONPATH=path), cwd=path, check=True).stdout
                 rounds[name].append(json.loads(out))
                 last = rounds[name][-1]
                 print(f"  {last['pipeline_per_s']:.0f} ev/s, {last['ratio_to_codec_floor']:.1%} of the codec floor; "
