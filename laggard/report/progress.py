@@ -19,7 +19,7 @@ from streams.core.evaluation.avoidance import AvoidSummary, Spans, compare_avoid
 from streams.core.evaluation.detection import DetectionScore
 from streams.core.evaluation.lift import ForwardLift
 from streams.core.events import BlacklistDelta
-from streams.local import LocalPipeline
+from streams.local import LocalPipeline, fewer_collections
 
 US_PER_S = 1_000_000
 UPDATE_EVERY = 5_000  # events between refreshes of the progress line (cheap either way)
@@ -95,7 +95,8 @@ def run_with_progress(
             if on_delta is not None:
                 on_delta(delta)
 
-    with Progress(*columns, console=console, transient=False, refresh_per_second=5) as progress:
+    # the run's collector thresholds, as LocalPipeline.run has them (a third of the CPU otherwise)
+    with fewer_collections(), Progress(*columns, console=console, transient=False, refresh_per_second=5) as progress:
         task = progress.add_task(label, status="starting", total=None)
 
         logged = [started]
