@@ -81,12 +81,14 @@ class Scale:
     every boundary). A long window changes little in a minute, and each look is one more chance of a healthy
     node's lucky high: its level is set for looks this far apart, whatever the ranking period. ``spread``: its
     z is judged against the cluster's spread of node effects too (``node_spread``): over hours, healthy
-    hardware a little slower than the rest is significant but no fault."""
+    hardware a little slower than the rest is significant but no fault. ``min_effect``: the effect a node must
+    show over it (None: the detector's); a scale asking a large one may ask a lower z."""
 
     window_us: int
     z: float | None = None
     every_us: int | None = None
     spread: bool = False
+    min_effect: float | None = None
 
     def __post_init__(self) -> None:
         if self.every_us is not None and self.every_us <= 0:
@@ -94,7 +96,8 @@ class Scale:
 
     @property
     def label(self) -> str:
-        return f"{self.window_us / MINUTE_US:g} min"
+        large = "" if self.min_effect is None else f" (an effect of at least {self.min_effect:g})"
+        return f"{self.window_us / MINUTE_US:g} min{large}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,7 @@ class RunningTaskDetector:
                  period_us: int | None = None, release_information: float = 0.0) -> None:
         if not scales:
             raise ValueError("the running-task detector needs at least one scale")
-        self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
+        self.scales = tuple(sorted(scales, key=lambda s: (s.window_us, s.min_effect or 0.0, s.z or 0.0)))
         self.z_list, self.min_effect, self.min_tasks = z_list, min_effect, min_tasks
         self.persistence, self.recovery_ratio, self.z_release = persistence, recovery_ratio, z_release
         self.min_job_tasks, self.quiet_us, self.warmup_us = min_job_tasks, quiet_us, warmup_us
@@ -288,7 +291,8 @@ class RunningTaskDetector:
         if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
             return False
         z = self.z_list if scale.z is None else scale.z
-        return tally.tasks >= self.min_tasks and _z(scale, tally, spread) >= z and tally.effect >= self.min_effect
+        effect = self.min_effect if scale.min_effect is None else scale.min_effect
+        return tally.tasks >= self.min_tasks and _z(scale, tally, spread) >= z and tally.effect >= effect
 
     def _judge(self, node: str, tallies: list[Tally], end: int, spread: float = 0.0) -> Evidence:
         """``spread``: the variance of node effects between healthy nodes (``node_spread``), for scales that ask."""
