@@ -62,7 +62,7 @@ _READERS: dict[str, tuple[str, str]] = {
     "alibaba2017-tasks": ("producers.readers.alibaba", "read_alibaba2017_tasks"),
     "csv": ("producers.readers.csv_tasks", "read_csv_tasks"),
     "synthetic": ("producers.synthetic", ""),
-    "scenario": ("producers.scenarios", ""),
+    "scenario": ("producers.scenario_spec", ""),
     "drifting": ("producers.drifting", ""),
 }
 
@@ -88,7 +88,7 @@ def open_trace(spec: str, traces_dir: Path | None = None) -> Trace:
         cluster = SyntheticCluster(parse_config(rest))
         return Trace(spec, name, lambda stats: iter(cluster), ground_truth=cluster.ground_truth)
     if name == "scenario":
-        from producers.scenarios import open_scenario
+        from producers.scenario_spec import open_scenario
 
         sim = open_scenario(rest)
         return Trace(spec, name, lambda stats: iter(sim), ground_truth=sim.ground_truth)

@@ -50,6 +50,13 @@ _SUITE = (
              tags=("unseen",)),
     Scenario("hetero-45-12h", "200 healthy nodes of three generations (0.95x, 1x, 1.05x), 12 h, 45 tasks/node/h "
              "(not tuned on)", nodes=200, rate=45, hours=12, hardware=(0.95, 1.0, 1.05), tags=("healthy", "unseen")),
+    Scenario("hetero-wide-2x", "3 of 150 nodes 2x slow from 1 h to 3 h on hardware of three generations (0.9x, 1x, "
+             "1.1x), 40 tasks/node/h (not tuned on: defined in session 8 before its first run)", nodes=150, rate=40,
+             hours=5, hardware=(0.9, 1.0, 1.1), faults=(Fault(3, 2.0, onset_h=1, recovery_h=3),), tags=("unseen",)),
+    Scenario("hetero-1.5x", "3 of 150 nodes 1.5x slow from 1 h to 4 h on hardware of three generations (0.92x, 1x, "
+             "1.08x), 45 tasks/node/h, 6 h (not tuned on: defined in session 8 before its first run, after "
+             "hetero-wide-2x had been seen)", nodes=150, rate=45, hours=6, hardware=(0.92, 1.0, 1.08),
+             faults=(Fault(3, 1.5, onset_h=1, recovery_h=4),), tags=("unseen",)),
     Scenario("over-cap-2x", "20 of 100 nodes 2x slow from 1 h to 3 h: twice what the 10 % cap allows",
              nodes=100, rate=60, hours=4, faults=(Fault(20, 2.0, onset_h=1, recovery_h=3),)),
 )

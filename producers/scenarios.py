@@ -1,4 +1,5 @@
-"""Fault scenarios as a cluster simulator (format ``scenario:NAME,seed=N``): ground truth for detection (issue 21).
+"""Fault scenarios as a cluster simulator (format ``scenario:NAME,seed=N``, read by ``producers.scenario_spec``):
+ground truth for detection (issue 21).
 
 Written apart from ``producers.synthetic`` on purpose (its equal nodes and back-to-back jobs are what the
 detectors were first tuned on), this models what an operator's cluster looks like:
@@ -53,7 +54,6 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from producers.keyvalues import parse_key_values
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish, TaskStart
 
 US_PER_S = 1_000_000
@@ -374,34 +374,3 @@ class _Run:
                 free[i] = free[-1]
                 free.pop()
 
-
-def parse_spec(text: str) -> tuple[str, int, dict[str, Any]]:
-    """``"cpu-2x,seed=3,nodes=40"`` -> (name, seed, overrides); ValueError names what is wrong."""
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if not parts:
-        raise ValueError("scenario: name a scenario, e.g. scenario:cpu-2x,seed=1")
-    values = parse_key_values(parts[1:], "scenario", ("seed", "nodes", "hours", "rate", "checkpoints",
-                                                       "progress_noise"),
-                              lambda key, raw: float(raw))
-    seed = int(values.pop("seed", 1))
-    changes: dict[str, Any] = {key: int(v) if key == "nodes" else v for key, v in values.items()}
-    name = parts[0]
-    return name, seed, changes
-
-
-def open_scenario(text: str) -> ClusterSim:
-    """The open-loop simulator of ``scenario:NAME,seed=N,...``; ValueError for an unknown name or key.
-
-    >>> sim = open_scenario("cpu-2x,seed=2,nodes=10,hours=0.2")
-    >>> sim.scenario.nodes, sim.seed, len(sim.ground_truth["slow_nodes"])
-    (10, 2, 2)
-    """
-    from producers.scenario_suite import SCENARIOS
-
-    name, seed, changes = parse_spec(text)
-    if name not in SCENARIOS:
-        raise ValueError(f"scenario: unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
-    try:
-        return ClusterSim(SCENARIOS[name].scaled(**changes), seed)
-    except ValueError as exc:
-        raise ValueError(f"scenario: {exc}") from None

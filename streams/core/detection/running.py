@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
-from streams.core.detection.censored import task_scores
+from streams.core.detection.censored import node_spread, task_scores
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
 from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
@@ -79,11 +79,16 @@ class Scale:
     """Tasks started in the last ``window_us``; ``z``: the level a node must reach over it (None: the
     detector's ``z_list``); ``every_us``: judged for listing only at boundaries that are a multiple of it (None:
     every boundary). A long window changes little in a minute, and each look is one more chance of a healthy
-    node's lucky high: its level is set for looks this far apart, whatever the ranking period."""
+    node's lucky high: its level is set for looks this far apart, whatever the ranking period. ``spread``: its
+    z is judged against the cluster's spread of node effects too (``node_spread``): over hours, healthy
+    hardware a little slower than the rest is significant but no fault. ``min_effect``: the effect a node must
+    show over it (None: the detector's); a scale asking a large one may ask a lower z."""
 
     window_us: int
     z: float | None = None
     every_us: int | None = None
+    spread: bool = False
+    min_effect: float | None = None
 
     def __post_init__(self) -> None:
         if self.every_us is not None and self.every_us <= 0:
@@ -91,7 +96,8 @@ class Scale:
 
     @property
     def label(self) -> str:
-        return f"{self.window_us / MINUTE_US:g} min"
+        large = "" if self.min_effect is None else f" (an effect of at least {self.min_effect:g})"
+        return f"{self.window_us / MINUTE_US:g} min{large}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,14 +134,15 @@ class RunningTaskDetector:
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
                  min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0,
                  release_tasks: int | None = None, min_progress: float = 0.1, recent_rate: bool = True,
-                 period_us: int | None = None) -> None:
+                 period_us: int | None = None, release_information: float = 0.0) -> None:
         if not scales:
             raise ValueError("the running-task detector needs at least one scale")
-        self.scales = tuple(sorted(scales, key=lambda s: s.window_us))
+        self.scales = tuple(sorted(scales, key=lambda s: (s.window_us, s.min_effect or 0.0, s.z or 0.0)))
         self.z_list, self.min_effect, self.min_tasks = z_list, min_effect, min_tasks
         self.persistence, self.recovery_ratio, self.z_release = persistence, recovery_ratio, z_release
         self.min_job_tasks, self.quiet_us, self.warmup_us = min_job_tasks, quiet_us, warmup_us
         self.release_tasks = min_tasks if release_tasks is None else release_tasks  # a scale judging recovery
+        self.release_information = release_information  # ... and its information (finished tasks' worth)
         self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
         self.recent_rate = recent_rate
         self.period_us = period_us  # boundaries this far apart (None: unknown); see ``looks_at``
@@ -179,9 +186,11 @@ class RunningTaskDetector:
         self._apply_before(end)
         quiet: list[str] = []
         tallies = self._tally(end, quiet)
+        longest = [t[-1] for t in tallies.values() if t[-1].tasks >= self.min_tasks and t[-1].information > 0]
+        spread = node_spread(np.array([t.effect for t in longest]), np.array([t.information for t in longest]))
         evidence = {}
         for node in sorted(tallies):
-            evidence[node] = self._judge(node, tallies[node], end)
+            evidence[node] = self._judge(node, tallies[node], end, spread)
         for node in quiet:
             if node not in evidence:
                 evidence[node] = Evidence(node, False, -math.inf, f"no recent evidence: no task started on it for "
@@ -278,16 +287,18 @@ class RunningTaskDetector:
 
     # --- judgement --------------------------------------------------------------------------------------------
 
-    def _clearly_slow(self, scale: Scale, tally: Tally, end: int) -> bool:
+    def _clearly_slow(self, scale: Scale, tally: Tally, end: int, spread: float) -> bool:
         if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
             return False
         z = self.z_list if scale.z is None else scale.z
-        return tally.tasks >= self.min_tasks and tally.z >= z and tally.effect >= self.min_effect
+        effect = self.min_effect if scale.min_effect is None else scale.min_effect
+        return tally.tasks >= self.min_tasks and _z(scale, tally, spread) >= z and tally.effect >= effect
 
-    def _judge(self, node: str, tallies: list[Tally], end: int) -> Evidence:
+    def _judge(self, node: str, tallies: list[Tally], end: int, spread: float = 0.0) -> Evidence:
+        """``spread``: the variance of node effects between healthy nodes (``node_spread``), for scales that ask."""
         warm = self._first_us is not None and end >= self._first_us + self.warmup_us
         hits = [(scale, t) for scale, t in zip(self.scales, tallies, strict=True)
-                if warm and self._clearly_slow(scale, t, end)]
+                if warm and self._clearly_slow(scale, t, end, spread)]
         count, counted_at = self._streak.get(node, (0, -1))
         streak = count if counted_at == end else count + 1 if hits else 0
         self._streak[node] = (streak, end)
@@ -309,7 +320,7 @@ class RunningTaskDetector:
             if effect is None:
                 self._effect[node], self._found[node] = t.effect, end
             z = self.z_list if scale.z is None else scale.z
-            return Evidence(node, True, score, _why(scale, t, streak, z), still_slow=True)
+            return Evidence(node, True, score, _why(scale, t, streak, z, spread), still_slow=True)
         if effect is not None:
             return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
                             f"clearly below {self.recovery_ratio * effect:+.2f} yet", still_slow=True)
@@ -326,7 +337,8 @@ class RunningTaskDetector:
         ``recovery_ratio`` times the effect the node was found with."""
         for scale, t in zip(self.scales, tallies, strict=True):
             clearly_lower = t.effect + self.z_release * t.stderr < self.recovery_ratio * effect
-            if scale.window_us <= listed_us and t.tasks >= self.release_tasks and clearly_lower:
+            enough = t.tasks >= self.release_tasks and t.information >= self.release_information
+            if scale.window_us <= listed_us and enough and clearly_lower:
                 return scale, t
         return None
 
@@ -365,11 +377,19 @@ def _tasks(t: Tally) -> str:
     return f"its {t.tasks} tasks ({t.running} still running)"
 
 
-def _why(scale: Scale, t: Tally, streak: int, z_list: float) -> str:
+def _z(scale: Scale, t: Tally, spread: float) -> float:
+    """The tally's z; with ``scale.spread``, of its effect against its standard error and the cluster's spread of
+    node effects together: ``effect / sqrt(stderr^2 + spread)`` (a random-effects z)."""
+    return t.z / math.sqrt(1.0 + spread * t.information) if scale.spread else t.z
+
+
+def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0) -> str:
     period = "period" if streak == 1 else "periods"
+    against = f"; against the nodes' spread +-{math.sqrt(spread):.2f}: z {_z(scale, t, spread):.1f}" if (
+        scale.spread and spread > 0) else ""
     return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
             f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
-            f"(censored normal scores, z {t.z:.1f} >= {z_list:g})")
+            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g})")
 
 
 def looks_at(end: int, every_us: int, period_us: int | None) -> bool:

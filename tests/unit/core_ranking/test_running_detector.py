@@ -222,3 +222,37 @@ def test_a_task_that_slows_mid_run_shows_it_at_its_next_report_against_its_own_e
 
     recent, mean = score(True), score(False)
     assert recent > mean + 0.1, (recent, mean)
+
+
+def hardware_cluster(rng: random.Random, faulty: dict[str, float]) -> list[Event]:
+    """30 nodes of three healthy generations (0.8x, 1x, 1.25x: nodes n00-n09, n10-n19, n20-n29) for 3 hours."""
+    speeds = {f"n{i:02d}": (0.8, 1.0, 1.25)[i // 10] * faulty.get(f"n{i:02d}", 1.0) for i in range(30)}
+    return cluster(range(0, 180), speeds, rng, nodes=30)
+
+
+def listed_over_hours(spread: bool, events: list[Event]) -> set[str]:
+    det = RunningTaskDetector((Scale(180 * MIN, spread=spread),), z_list=4.9, min_effect=0.3)
+    return {node for period in periods(det, events, 60, 180) for node, e in period.items() if e.suspect}
+
+
+def test_over_hours_slower_healthy_hardware_is_judged_against_the_clusters_spread_and_a_faulty_node_is_not_spared(
+) -> None:
+    healthy = hardware_cluster(random.Random(5), {})
+    assert {int(node[1:]) // 10 for node in listed_over_hours(False, healthy)} == {2}  # the 1.25x generation
+    assert listed_over_hours(True, healthy) == set()
+    equal = cluster(range(0, 180), {"n03": 1.6}, random.Random(6), nodes=30)  # equal hardware, one 1.6x node
+    assert listed_over_hours(True, equal) == listed_over_hours(False, equal) == {"n03"}
+
+
+def test_a_release_needs_enough_information_not_a_few_tasks_that_just_started() -> None:
+    events = cluster(range(0, 60), {}, random.Random(7)) + cluster(range(60, 150), {"n01": 2.0}, random.Random(8))
+    events += cluster(range(150, 210), {}, random.Random(9))
+    events.sort(key=lambda e: e.ts_us)
+    released = {}
+    for floor in (0.0, 3.0, 1e9):
+        det = RunningTaskDetector((Scale(15 * MIN), Scale(60 * MIN)), z_list=4.5, release_information=floor)
+        found = periods(det, events, 5, 210)
+        released[floor] = [k * 5 + 5 for k, period in enumerate(found) if "recovered" in period["n01"].reason]
+    assert released[0.0] and released[0.0][0] >= 150  # let go after its recovery at 150 min, not before
+    assert released[3.0][:1] == released[0.0][:1]  # a recovered node's scales carry three tasks' worth at once
+    assert released[1e9] == []  # no scale ever holds that much information: never released by a scale
