@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     engine: Literal["faust", "direct"] = Field(
         "faust", description="worker engine: faust (Faust agents) or direct (one kafka-python consumer and "
                              "producer around the same core stages, streams.engine)")
+    worker_role: Literal["all", "statistics", "prediction"] = Field(
+        "all", description="what a direct-engine worker runs: all (statistics, ranking and prediction), statistics "
+                           "(no prediction) or prediction (only, in its own consumer group <app_id>-predict)")
 
     # --- Operations (README "Operating laggard") --------------------------------------------
     metrics_port: int = Field(0, ge=0, le=65535, description="port of /metrics, /livez and /readyz (worker and "

@@ -83,6 +83,10 @@ class Host(Generic[S]):
     def keys(self, partitions: set[int]) -> set[str]:
         return {self.key(p) for p in partitions}
 
+    def forget(self) -> None:
+        """Drop every slot (a revocation or a lost membership)."""
+        self.slots.clear()
+
     def fresh(self, slot: Slot[S], item: Decoded) -> bool:
         """Hold a record the slot's state does not include yet; False for one it does."""
         raw = item.raw
