@@ -170,6 +170,7 @@ class PredictHost(Host[PredictorFleet]):
     def __init__(self, settings: Settings, outbox: Outbox) -> None:
         context = PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
                                     params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
+        self.context = context  # its ``cluster``: the live node view every partition's predictor reads
         timeout_us = job_idle_timeout_us(settings)
         # Built once before consuming: the method's first build imports its libraries (River: seconds).
         PredictorFleet(settings.prediction_method, context, timeout_us)

@@ -36,6 +36,7 @@ from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
+from streams.engine.view import NodeView
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
 from streams.settings import Settings
@@ -95,6 +96,9 @@ class DirectWorker:
                           if statistics else None)
         predicting = role != "statistics" and settings.prediction_method != "off"
         self.predict = PredictHost(settings, self.outbox) if predicting else None
+        # the predictor's live node view, from what the ranking publishes (streams.engine.view)
+        self.view = (NodeView(settings, self.predict.context.cluster)
+                     if self.predict is not None and settings.prediction_node_view else None)
         self.rank = RankHost(settings, partitions, self.outbox, behind=self.partition_behind) if statistics else None
         self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
         self.progress_lock = threading.Lock()  # the health check reads it from a thread of its own
@@ -140,6 +144,8 @@ class DirectWorker:
                 polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
                 if self.health is not None:
                     self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
+                if self.view is not None:
+                    self.view.poll()
                 if polled:
                     self.process(polled)
                 self.tick()
@@ -343,6 +349,8 @@ class DirectWorker:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
             self.consumer.close(autocommit=False)
+            if self.view is not None:
+                self.view.close()
             self.producer.close()
         log.info("stopped")
 
