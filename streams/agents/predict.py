@@ -12,7 +12,7 @@ from faust.types import AgentT
 from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
-from streams.core.prediction.base import PredictionContext
+from streams.config import prediction_context
 from streams.core.prediction.fleet import PredictorFleet
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
@@ -25,8 +25,7 @@ BATCH_WITHIN_S = 0.05
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
     settings = wiring.settings
-    context = PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
-                                params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
+    context = prediction_context(settings)
     # Built once here, before the worker consumes: the method's first build imports its libraries (River:
     # measured 17 s on a loaded machine), which inside the agent stalled the event loop, every agent with it.
     PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us)
