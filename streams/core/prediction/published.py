@@ -54,8 +54,8 @@ class PublishedView:
 
     def score(self, score: NodeScore) -> None:
         node = score.node_id
-        if score.window_end_us < self._ends.get(node, -1):
-            return  # older than what the view holds
+        if score.window_end_us < self._ends.get(node, -1) or score.window_end_us <= self._start:
+            return  # older than what the view holds, or a whole window old
         self.view.node_mean_z[node] = score.mean
         self._ends[node] = score.window_end_us
         if score.window_start_us > self._start:
