@@ -2,6 +2,9 @@
 
 Delivery is at least once: after a crash the events since the last checkpoint are seen again, and a task
 flagged in that stretch may be published a second time (consumers key predictions by job and task).
+
+The predictors' live node view (node-aware methods) is fed from node-scores and blacklist-snapshot by a timer
+(``streams.engine.view.NodeView``, as the direct engine does; ``LAGGARD_PREDICTION_NODE_VIEW=false``: none).
 """
 
 from __future__ import annotations
@@ -33,6 +36,20 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         app, wiring.predict_checkpoints,
         lambda p: PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us),
         (TASK_EVENTS.name, JOB_EVENTS.name), key=lambda p: f"predict:{p}".encode())
+
+    if settings.prediction_node_view:
+        from streams.engine.view import NodeView
+
+        view: list[NodeView] = []
+
+        async def feed_view() -> None:
+            if app.should_stop:
+                return
+            if not view:  # made once the worker runs (kafka-python connects in its constructor)
+                view.append(NodeView(settings, context.cluster))
+            view[0].poll()
+
+        app.timer(interval=1.0, name="predict_node_view")(feed_view)
 
     outputs = Outputs()  # a checkpoint past a prediction only once the prediction is on the broker
 
