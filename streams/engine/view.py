@@ -2,16 +2,19 @@
 consumer outside any group (every predicting worker needs every node, whichever partitions it holds), applied
 to the predictor's ``ClusterView`` by ``streams.core.prediction.published.PublishedView``.
 
-The loop polls it without waiting on every turn, so the view follows the ranking by one turn plus the time
-the ranking's records take to reach the broker. It is not part of any checkpoint: after a restart it is read
-again from the topics (node-scores and blacklist-snapshot are compacted: each node's latest score, the latest
-blacklist). Predictions made against it depend on when its records arrived relative to the task events, so
-a node-aware predictor's flags on a worker may differ from run to run (the statistics path does not read it).
+The loop polls it without waiting, at most every ``EVERY_S`` and ``POLL_MAX`` records at a time, so the view
+costs the loop little in a catch-up (when the ranking publishes thousands of node scores per period in a
+burst, and the view follows a little behind) and follows the ranking within ``EVERY_S`` in live operation.
+It is not part of any checkpoint: after a restart it is read again from the topics (node-scores and
+blacklist-snapshot are compacted: each node's latest score, the latest blacklist). Predictions made against it
+depend on when its records arrived relative to the task events, so a node-aware predictor's flags on a worker
+may differ from run to run (the statistics path does not read it).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from kafka.errors import KafkaError
@@ -26,7 +29,8 @@ from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 TOPICS = (registry.NODE_SCORES.name, registry.BLACKLIST_SNAPSHOT.name)
-POLL_MAX = 5000
+POLL_MAX = 1000
+EVERY_S = 0.25
 
 
 class NodeView:
@@ -39,6 +43,7 @@ class NodeView:
                                                     client_id=f"{settings.app_id}-node-view")
         self.assigned = False
         self.listed_version = 0
+        self._next = 0.0  # monotonic time of the next poll
 
     def assign(self) -> bool:
         """Read every partition of the topics from its start (once they exist)."""
@@ -52,7 +57,12 @@ class NodeView:
         return True
 
     def poll(self) -> int:
-        """Apply what has arrived, without waiting; how many records."""
+        """Apply what has arrived, without waiting (nothing before ``EVERY_S`` since the last poll); how many
+        records."""
+        now = time.monotonic()
+        if now < self._next:
+            return 0
+        self._next = now + EVERY_S
         try:
             if not self.assigned and not self.assign():
                 return 0
