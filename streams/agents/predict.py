@@ -4,7 +4,7 @@ Delivery is at least once: after a crash the events since the last checkpoint ar
 flagged in that stretch may be published a second time (consumers key predictions by job and task).
 
 The predictors' live node view (node-aware methods) is fed from node-scores and blacklist-snapshot by a timer
-(``streams.engine.view.NodeView``, as the direct engine does; ``LAGGARD_PREDICTION_NODE_VIEW=false``: none).
+(``streams.engine.view.NodeView``, as the direct engine does) when ``LAGGARD_PREDICTION_NODE_VIEW=true``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         lambda p: PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us),
         (TASK_EVENTS.name, JOB_EVENTS.name), key=lambda p: f"predict:{p}".encode())
 
-    if settings.prediction_node_view:
+    if settings.prediction_node_view:  # None (the default) is off on the Faust worker, as on an `all` worker
         from streams.engine.view import NodeView
 
         view: list[NodeView] = []
