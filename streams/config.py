@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kafka.partitioner.default import murmur2
 
+from streams.core.prediction.base import PredictionContext
 from streams.core.ranking_config import RankingConfig
 from streams.settings import Settings
 
@@ -50,3 +51,9 @@ def ranking_config(settings: Settings) -> RankingConfig:
 def job_idle_timeout_us(settings: Settings) -> int:
     """How long a job may go without an event before it is final, in microseconds."""
     return round(settings.job_idle_timeout_s * SECOND_US)
+
+
+def prediction_context(settings: Settings) -> PredictionContext:
+    """The context a worker builds its predictors for (``laggard run`` builds the same, to show what it flags)."""
+    return PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
+                             params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})

@@ -4,8 +4,9 @@ Events are routed to ``partitions`` normalising stages by job id exactly as Kafk
 route them on ``task-events``, so a run with the partition count of a Kafka deployment publishes the same
 deltas as that deployment (tests/integration holds them against each other). With one partition (the
 default) it is simply the whole trace in event-time order. A ``PredictorFleet`` given as ``predictor`` runs
-beside them (what ``predict_stragglers`` does on a worker) and sees each ranking's node evidence as it is
-published (its context's ``ClusterView``: each node's window mean z and the blacklist).
+beside them (what ``predict_stragglers`` does on a worker; a list of one per partition steps each job's
+events through its partition's, as a worker's per-partition predictors do) and sees each ranking's node
+evidence as it is published (its context's ``ClusterView``: each node's window mean z and the blacklist).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class LocalPipeline:
     def __init__(self, settings: Settings, partitions: int = 1,
                  on_ranking: Callable[[RankResult], None] | None = None,
                  on_samples: Callable[[list[NormalizedTask]], None] | None = None,
-                 predictor: PredictorFleet | None = None) -> None:  # fmt: skip
+                 predictor: PredictorFleet | list[PredictorFleet] | None = None) -> None:  # fmt: skip
         self.config = ranking_config(settings)
         self.partitions = partitions
         period, idle = self.config.period_us, job_idle_timeout_us(settings)
@@ -75,7 +76,11 @@ class LocalPipeline:
         self.on_samples = on_samples  # the final z-values, as node-samples carries them
         self.last_ranking: RankResult | None = None
         self.node_classes: dict[str, NodeClass] = {}  # ML-NA: the latest class of each node, as node-classes keeps
-        self.predictor = predictor
+        self.predictors = predictor if isinstance(predictor, list) else [] if predictor is None else [predictor]
+        if len(self.predictors) not in (0, 1, partitions):
+            raise ValueError(f"{len(self.predictors)} predictors for {partitions} partitions")
+        self.predictor = self.predictors[0] if self.predictors else None
+        self._views = list({id(p.context.cluster): p.context.cluster for p in self.predictors}.values())
         self.flags: list[StragglerPrediction] = []  # the predictor's flags, in order
 
     @property
@@ -95,10 +100,12 @@ class LocalPipeline:
             return []
         self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
         observe_task(self.rank_stage.ranker.detector, event)  # running-task evidence (detectors that watch it)
-        if self.predictor is not None and (flag := self.predictor.step(event)) is not None:
-            self.flags.append(flag)
-        stage = self._stages[partition_for(event.job_id, self.partitions)]
-        return self._forward(stage.process(event))
+        partition = partition_for(event.job_id, self.partitions)
+        if self.predictors:
+            fleet = self.predictors[partition if len(self.predictors) > 1 else 0]
+            if (flag := fleet.step(event)) is not None:
+                self.flags.append(flag)
+        return self._forward(self._stages[partition].process(event))
 
     def finish(self) -> list[BlacklistDelta]:
         """End of the trace: finalise open jobs and rank up to the last event."""
@@ -140,8 +147,8 @@ class LocalPipeline:
             self.counts.rankings += 1
             self.last_ranking = publication.result
             self.node_classes.update((c.node_id, c) for c in publication.node_classes)
-            if self.predictor is not None:
-                self.predictor.context.cluster.observe(publication.result.ranking)
+            for view in self._views:
+                view.observe(publication.result.ranking)
             if self.on_ranking is not None:
                 self.on_ranking(publication.result)
             if publication.delta is not None:

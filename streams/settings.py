@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     engine: Literal["faust", "direct"] = Field(
         "faust", description="worker engine: faust (Faust agents) or direct (one kafka-python consumer and "
                              "producer around the same core stages, streams.engine)")
+    worker_role: Literal["all", "statistics", "prediction"] = Field(
+        "all", description="what a direct-engine worker runs: all (statistics, ranking and prediction), statistics "
+                           "(no prediction) or prediction (only, in its own consumer group <app_id>-predict)")
 
     # --- Operations (README "Operating laggard") --------------------------------------------
     metrics_port: int = Field(0, ge=0, le=65535, description="port of /metrics, /livez and /readyz (worker and "
@@ -116,6 +119,10 @@ class Settings(BaseSettings):
     prediction_method: str = Field("select", description="the worker's straggler predictor, a name of "
                                                              "streams.core.prediction.registry.PREDICTORS (laggard "
                                                              "eval --help lists them), or off")
+    prediction_node_view: bool | None = Field(
+        None, description="a worker's predictor reads the ranking's node-scores and blacklist-snapshot for its live "
+                          "node view (node-aware methods: hazard, supervised-node); false: no view, as in eval "
+                          "[default: on for --role prediction, off for all (docs/scale.md)]")
     nurd_alpha: float = 0.0
     nurd_epsilon: float = Field(0.05, gt=0, le=1)
     nurd_initial_fraction: float = Field(0.04, gt=0, le=1)

@@ -93,9 +93,11 @@ class Workers:
     """``laggard worker`` subprocesses of one app id and engine (faust or direct); their peak memory and CPU are
     read before they stop."""
 
-    def __init__(self, workdir: Path, settings: Settings, app_id: str, count: int, engine: str = "faust") -> None:
+    def __init__(self, workdir: Path, settings: Settings, app_id: str, count: int, engine: str = "faust",
+                 role: str = "all") -> None:
         self.workdir = workdir
         self.engine = engine
+        self.role = role  # LAGGARD_WORKER_ROLE (direct engine)
         self.settings = settings
         self.app_id = app_id
         self.count = count
@@ -109,7 +111,7 @@ class Workers:
             env = dict(os.environ, LAGGARD_BOOTSTRAP_SERVERS=self.settings.bootstrap_servers,
                        LAGGARD_APP_ID=self.app_id, LAGGARD_DATA_DIR=str(self.workdir / f"{self.app_id}-{index}"),
                        LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions),
-                       LAGGARD_ENGINE=self.engine)  # fmt: skip
+                       LAGGARD_ENGINE=self.engine, LAGGARD_WORKER_ROLE=self.role)  # fmt: skip
             log = self.workdir / f"{self.app_id}-{index}.log"
             with open(log, "ab") as out:
                 process = subprocess.Popen([*LAGGARD, "worker", "--web-port", "0"],

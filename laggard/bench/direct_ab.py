@@ -5,9 +5,11 @@ broker of its own, pre-loads the first ``N`` Google task/job events once (2 part
 stage), measures the raw consume rate (kafka-python, no decoding), then runs each variant's ``DirectWorker`` in a
 subprocess of its own (a fresh consumer group each time), ``rounds`` times in turn, until its consumer has read
 every record. A variant is a source tree (``PYTHONPATH``: main's code beside a branch's) and optional
-assignments to module constants (``streams.engine.worker.BATCH_MAX=10000``); ``TREE:EXTRA`` puts a directory of
-extra packages after the tree on the path. One JSON document on stdout: per
-variant the median events per wall second and per CPU second of the worker process, and their share of the
+assignments to module constants (``streams.engine.worker.BATCH_MAX=10000``) or settings of its worker
+(``LAGGARD_WORKER_ROLE=statistics``: in its environment, as written); ``TREE:EXTRA`` puts a directory of
+extra packages after the tree on the path. A variant is done when every record was read by the stage that
+read most of them (the normalising one; the predicting one of a prediction-role worker). One JSON document on
+stdout: per variant the median events per wall second and per CPU second of the worker process, and their share of the
 raw consume rate; progress on stderr.
 
     python -m laggard.bench.direct_ab [--events N] [--rounds R] TREE[,MODULE.NAME=VALUE...] ...
@@ -49,8 +51,12 @@ from streams.engine.worker import DirectWorker
 settings = Settings(bootstrap_servers=config["bootstrap"], topic_partitions=config["partitions"],
                     app_id=config["app_id"], stall_timeout_s=0.0)
 def read_so_far():
-    return sum(s.value for f in metrics.EVENTS_IN.collect() for s in f.samples
-               if s.name.endswith("_total") and s.labels["reader"] == "normalise_tasks")
+    by_reader = {}
+    for f in metrics.EVENTS_IN.collect():
+        for s in f.samples:
+            if s.name.endswith("_total") and s.labels["reader"] in ("normalise_tasks", "predict_stragglers"):
+                by_reader[s.labels["reader"]] = by_reader.get(s.labels["reader"], 0) + s.value
+    return max(by_reader.values(), default=0)
 worker = DirectWorker(settings, config["partitions"])
 def stop_when_read():
     while read_so_far() < config["events"]:
@@ -66,17 +72,19 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu}))
 
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     tree, *assignments = re.split(r",(?=[A-Za-z_][\w.]*=)", text)  # a comma before NAME=: JSON values keep theirs
-    patch = {}
+    patch: dict[str, Any] = {}
     for assignment in assignments:
         name, _, value = assignment.partition("=")
-        patch[name] = json.loads(value)
+        patch[name] = value if name.startswith("LAGGARD_") else json.loads(value)
     return tree, patch
 
 
 def run_variant(bootstrap: str, tree: str, patch: dict[str, Any], events: int, app_id: str) -> dict[str, float]:
+    settings = {name: value for name, value in patch.items() if name.startswith("LAGGARD_")}
+    patch = {name: value for name, value in patch.items() if name not in settings}
     config = {"bootstrap": bootstrap, "partitions": PARTITIONS, "app_id": app_id, "events": events, "patch": patch}
     paths = [str(Path(path).resolve()) for path in tree.split(":")]  # the tree, then any extra packages
-    env = dict(os.environ, PYTHONPATH=":".join(paths), LAGGARD_LOG_LEVEL="WARNING")
+    env = dict(os.environ, PYTHONPATH=":".join(paths), LAGGARD_LOG_LEVEL="WARNING", **settings)
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(config)], env=env, capture_output=True,
                           text=True, timeout=900, cwd=paths[0])
     if done.returncode != 0:

@@ -8,7 +8,10 @@ the chosen engine, and ``laggard replay`` of the trace into it, and waits for th
 result's final version. Times are from the replay's start to the broker's append time of that snapshot. One
 JSON document on stdout; progress on stderr.
 
-    python -m laggard.bench.google_kafka [direct|faust] [--prediction off] [--expected FILE]
+    python -m laggard.bench.google_kafka [direct|faust] [--prediction off] [--role statistics] [--expected FILE]
+
+``--role statistics`` runs the direct worker without prediction (``laggard worker --role statistics``: the
+prediction role deployed apart), which the snapshot does not depend on.
 
 With ``--expected FILE`` the in-process result is kept in FILE (and read from it when it exists), so the
 in-process run can be done once, ahead, e.g. ``--in-process-only --expected FILE``.
@@ -60,12 +63,12 @@ def same(a: BlacklistSnapshot, b: BlacklistSnapshot) -> bool:
         (e.node_id, e.n, e.mean, e.ci_low) for e in a.nodes] == [(e.node_id, e.n, e.mean, e.ci_low) for e in b.nodes]
 
 
-def through_kafka(workdir: Path, settings: Settings, spec: str, engine: str, expected: BlacklistSnapshot
-                  ) -> dict[str, Any]:
+def through_kafka(workdir: Path, settings: Settings, spec: str, engine: str, expected: BlacklistSnapshot,
+                  role: str = "all") -> dict[str, Any]:
     with own_broker(workdir) as broker:
         own = settings.model_copy(update={"bootstrap_servers": broker.bootstrap, "topic_partitions": PARTITIONS})
         fresh_topics(own, PARTITIONS)
-        workers = Workers(workdir, own, f"google-{engine}", 1, engine)
+        workers = Workers(workdir, own, f"google-{engine}", 1, engine, role)
         workers.start()
         try:
             workers.wait_ready()
@@ -88,7 +91,8 @@ def through_kafka(workdir: Path, settings: Settings, spec: str, engine: str, exp
         finally:
             workers.stop()
     at_ms, final = found[0]
-    return {"engine": engine, "replay_seconds": replayed - started, "replay": orjson.loads(replay.stdout or "{}"),
+    return {"engine": engine, "role": role, "replay_seconds": replayed - started,
+            "replay": orjson.loads(replay.stdout or "{}"),
             "final_snapshot_seconds_from_replay_start": at_ms / 1000 - started,
             "final_snapshot_seconds_after_replay_end": at_ms / 1000 - replayed,
             "final_version": final.version, "equal_to_in_process": same(final, expected),
@@ -118,7 +122,8 @@ def main(argv: list[str]) -> None:
         return
     say(f"in-process: version {expected.version}, {len(expected.nodes)} nodes, {local_s:.0f} s, {events} events")
     workdir = tempfile.mkdtemp(prefix="laggard-google-")  # kept: the worker's log is there
-    result = through_kafka(Path(workdir), settings, spec, engine, expected)
+    role = argv[argv.index("--role") + 1] if "--role" in argv else "all"
+    result = through_kafka(Path(workdir), settings, spec, engine, expected, role)
     document = {"trace": spec, "events": events, "settings": overrides, "partitions": PARTITIONS,
                 "idle_stream_timeout_s": settings.idle_stream_timeout_s, "workdir": workdir,
                 "in_process_seconds": local_s, "in_process_version": expected.version, **result,

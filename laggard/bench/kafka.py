@@ -188,7 +188,8 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
 
 
 def scenario(workdir: Path, settings: Settings, events: list[Event], records: list[tuple[str, bytes, bytes]],
-             count: int, window_s: float, measure_consume: bool, engine: str = "faust") -> dict[str, Any]:
+             count: int, window_s: float, measure_consume: bool, engine: str = "faust",
+             role: str = "all") -> dict[str, Any]:
     """Fresh topics, pre-load, (consume floor,) run ``count`` workers and watch them."""
     fresh_topics(settings, PARTITIONS)
     say(f"pre-loading {len(records)} events to task-events/job-events")
@@ -196,8 +197,8 @@ def scenario(workdir: Path, settings: Settings, events: list[Event], records: li
     if measure_consume:
         say("reading them back (consume floor)")
         result["consume_per_s"] = consume(settings, len(records))
-    workers = Workers(workdir, settings, f"bench-{engine}-{count}w-{int(time.time())}", count, engine)
-    say(f"running {count} {engine} worker(s) for at most {window_s:.0f} s after their first progress mark")
+    workers = Workers(workdir, settings, f"bench-{engine}-{role}-{count}w-{int(time.time())}", count, engine, role)
+    say(f"running {count} {engine} worker(s) ({role}) for at most {window_s:.0f} s after their first progress mark")
     workers.start()
     try:
         result.update(watch(settings, workers, events, window_s))
@@ -230,12 +231,19 @@ def scenarios(workdir: Path, settings: Settings, sizes: Sizes, events: list[Even
     direct = {"one_worker": scenario(workdir, settings, events, records, 1, sizes.kafka_window_s,
                                      measure_consume=True, engine="direct"),
               "two_workers": scenario(workdir, settings, events, records, 2, sizes.kafka_window_s,
-                                      measure_consume=False, engine="direct")}
+                                      measure_consume=False, engine="direct"),
+              # the statistics path alone (--role statistics: prediction deployed apart), beside the `all` worker
+              "statistics_one_worker": scenario(workdir, settings, events, records, 1, sizes.kafka_window_s,
+                                                measure_consume=True, engine="direct", role="statistics")}
     fresh_topics(settings, PARTITIONS)
     direct["latency"] = live_latency(workdir, settings, sizes, engine="direct")
     direct["consume_per_s"] = direct["one_worker"].pop("consume_per_s")  # measured again beside it
     direct["one_worker"].pop("preload_per_s")
     direct["two_workers"].pop("preload_per_s")
+    statistics = direct["statistics_one_worker"]
+    statistics.pop("preload_per_s")
+    floor = statistics["consume_per_s"]  # the consume floor measured beside this scenario
+    statistics["to_consume_floor"] = statistics["sustained_per_s"] / floor if floor else None
     return {
         "source": f"Google 2011 task events, the first {len(events)} in event-time order, pre-loaded",
         "floors": {"records": len(records), "compression": compression_type() or "none",

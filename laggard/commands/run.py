@@ -27,6 +27,7 @@ from laggard.commands.options import (
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
+from streams.core.prediction.fleet import PredictorFleet
 from streams.local import LocalPipeline
 from streams.settings import Settings
 
@@ -79,6 +80,44 @@ def make_pipeline(settings: Settings, partitions: int = 1, **kwargs: Any) -> Loc
         return LocalPipeline(settings, partitions=partitions, **kwargs)
     except ValueError as exc:  # a combination RankingConfig refuses
         raise UserError(f"invalid settings: {exc}") from exc
+
+
+# Formats whose traces may carry TaskCheckpoint events (the others' readers never make one); of those, a
+# generated trace is looked at (its first PEEK_EVENTS) to see whether it does.
+CHECKPOINT_FORMATS = frozenset({"google2011-usage", "synthetic", "scenario"})
+PEEK_EVENTS = 20_000
+
+
+def carries_checkpoints(trace: Any) -> bool:
+    """Whether ``trace`` reports running tasks (TaskCheckpoint), which a predictor needs to flag anything."""
+    if trace.format not in CHECKPOINT_FORMATS:
+        return False
+    if trace.format == "google2011-usage":
+        return True
+    from streams.core.events import TaskCheckpoint
+
+    return any(isinstance(event, TaskCheckpoint) for event, _ in zip(trace, range(PEEK_EVENTS), strict=False))
+
+
+def worker_predictors(settings: Settings, trace: Any, partitions: int) -> list[PredictorFleet]:
+    """The worker's predictors (one per partition, as ``predict_stragglers`` runs them) when it would flag
+    anything on ``trace``: a predictor is set (not ``off``) and the trace has checkpoints; else none."""
+    if settings.prediction_method == "off" or not carries_checkpoints(trace):
+        return []
+    from streams.config import job_idle_timeout_us, prediction_context
+
+    context, timeout_us = prediction_context(settings), job_idle_timeout_us(settings)
+    try:
+        return [PredictorFleet(settings.prediction_method, context, timeout_us) for _ in range(partitions)]
+    except ValueError as exc:  # an unknown method name
+        raise UserError(f"invalid setting LAGGARD_PREDICTION_METHOD: {exc}") from None
+
+
+def predictions_dict(pipeline: LocalPipeline, method: str | None) -> dict[str, Any]:
+    """What the worker's predictor flagged over the run (``method`` None: no predictor ran)."""
+    flags = pipeline.flags
+    return {"method": method, "flagged_tasks": len({(f.job_id, f.task_id, f.attempt) for f in flags}),
+            "jobs": len({f.job_id for f in flags})}
 
 
 SOURCE_IDLE_TIMEOUT_S = 600.0  # for traces with no job ends, unless the operator chose otherwise
@@ -136,9 +175,12 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     settings = settings_with(**ranking)
     trace = open_trace_or_fail(spec)
     settings, idle_note = idle_timeout_for(trace, settings)
-    pipeline = make_pipeline(settings, partitions)
+    predictors = worker_predictors(settings, trace, partitions)
+    method = settings.prediction_method if predictors else None
+    pipeline = make_pipeline(settings, partitions, predictor=predictors or None)
     err = Console(stderr=True, soft_wrap=True)
-    err.print(f"[bold]laggard run[/] {spec}: {describe_settings(settings)}, {partitions} partition(s)")
+    err.print(f"[bold]laggard run[/] {spec}: {describe_settings(settings)}, {partitions} partition(s)"
+              + (f", predictor {method}" if method else ""))
     if idle_note:
         err.print(idle_note, highlight=False)
     outcome = run_with_progress(trace, pipeline, err)
@@ -146,10 +188,17 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     if as_json:
         from laggard.report.documents import run_document
 
-        sys.stdout.buffer.write(orjson.dumps(run_document(outcome), option=orjson.OPT_NON_STR_KEYS) + b"\n")
+        document = run_document(outcome)
+        document["predictions"] = predictions_dict(pipeline, method)
+        sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         sys.stdout.flush()
         return
-    print_outcome(outcome, stdout_console())
+    console = stdout_console()
+    print_outcome(outcome, console)
+    if method:
+        found = predictions_dict(pipeline, method)
+        console.print(f"Predictions ({method}, as the worker publishes them on straggler-predictions): "
+                      f"{found['flagged_tasks']} tasks flagged in {found['jobs']} jobs", highlight=False)
 
 
 def print_outcome(outcome: RunOutcome, console: Console) -> None:

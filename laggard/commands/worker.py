@@ -38,20 +38,30 @@ from streams.settings import Settings
 @click.option("--engine", type=click.Choice(["faust", "direct"]), default=None,
               help="faust: Faust agents; direct: one kafka-python consumer and producer around the same stages, "
                    "same outputs [default: setting LAGGARD_ENGINE, faust]")
+@click.option("--role", type=click.Choice(["all", "statistics", "prediction"]), default=None,
+              help="What this worker runs (direct engine): all; statistics (normalise, rank, publish; no "
+                   "prediction); prediction (straggler predictions only, in its own consumer group "
+                   "<app_id>-predict, so it scales and deploys apart) [default: setting LAGGARD_WORKER_ROLE, all]")
 @click.option("--restart-on-stall", is_flag=True,
               help="Run the worker as a child and start it again whenever it ends itself for want of progress "
                    "(LAGGARD_STALL_TIMEOUT_S); without it, a supervisor (Kubernetes, compose, systemd) restarts it.")
 def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None, settings_file: Path | None,
            loglevel: str, web_port: int | None, metrics_port: int | None, engine: str | None,
-           restart_on_stall: bool) -> None:
+           role: str | None, restart_on_stall: bool) -> None:
     """Run the stream worker: normalise finished tasks, rank nodes each period of event time, and publish
     node scores, blacklist deltas and snapshots. Stop it with SIGTERM or Ctrl-C.
 
     Scale out by starting more workers with the same settings: the normalising stage spreads over the
-    partitions of task-events; the ranking runs on one of them.
+    partitions of task-events; the ranking runs on one of them. With --engine direct, prediction can run
+    apart: statistics workers with --role statistics, prediction workers with --role prediction.
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
-                             cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port, engine=engine)
+                             cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port, engine=engine,
+                             worker_role=role)
+    if settings.worker_role != "all" and settings.engine != "direct":
+        raise UserError(f"--role {settings.worker_role} needs --engine direct (the Faust worker runs every role)")
+    if settings.worker_role == "prediction" and settings.prediction_method == "off":
+        raise UserError("--role prediction needs a predictor: LAGGARD_PREDICTION_METHOD is off")
     if restart_on_stall:
         raise SystemExit(supervise([arg for arg in sys.argv[1:] if arg != "--restart-on-stall"]))
     from streams.config import ranking_config

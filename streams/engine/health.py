@@ -16,7 +16,7 @@ import time
 from kafka.errors import KafkaError
 
 from streams.agents.offsets import CHECK_EVERY_S, Offsets, act_on
-from streams.engine.worker import INPUTS, DirectWorker
+from streams.engine.worker import DirectWorker
 from streams.errors import BrokerUnavailable
 from streams.health import Health
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 def watch(worker: DirectWorker, health: Health, every_s: float = CHECK_EVERY_S) -> threading.Thread:
     """Start the check on a daemon thread; it runs until the process ends."""
-    offsets = Offsets(worker.settings, INPUTS)
+    offsets = Offsets(worker.settings, worker.inputs)
     away: list[float] = []  # when the broker stopped answering this check, while it does not
 
     def check() -> None:

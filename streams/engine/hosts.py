@@ -17,9 +17,8 @@ from streams import kafka_clients, metrics
 from streams.agents.envelope import Stateful, unpack
 from streams.agents.idle_rules import IdleClock, rank_without_idle, release_job_stream_if_idle, warn_once_if_waiting
 from streams.agents.records import dead_letter, published, reason_to_refuse
-from streams.config import job_idle_timeout_us, ranking_config
+from streams.config import job_idle_timeout_us, prediction_context, ranking_config
 from streams.core.events import Event
-from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
@@ -82,6 +81,10 @@ class Host(Generic[S]):
 
     def keys(self, partitions: set[int]) -> set[str]:
         return {self.key(p) for p in partitions}
+
+    def forget(self) -> None:
+        """Drop every slot (a revocation or a lost membership)."""
+        self.slots.clear()
 
     def fresh(self, slot: Slot[S], item: Decoded) -> bool:
         """Hold a record the slot's state does not include yet; False for one it does."""
@@ -164,8 +167,8 @@ class PredictHost(Host[PredictorFleet]):
     """``predict_stragglers``: events of a partition in, StragglerPrediction records out."""
 
     def __init__(self, settings: Settings, outbox: Outbox) -> None:
-        context = PredictionContext(initial_fraction=settings.nurd_initial_fraction, seed=settings.seed,
-                                    params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
+        context = prediction_context(settings)
+        self.context = context  # its ``cluster``: the live node view every partition's predictor reads
         timeout_us = job_idle_timeout_us(settings)
         # Built once before consuming: the method's first build imports its libraries (River: seconds).
         PredictorFleet(settings.prediction_method, context, timeout_us)

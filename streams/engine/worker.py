@@ -36,6 +36,7 @@ from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
+from streams.engine.view import NodeView
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
 from streams.settings import Settings
@@ -53,13 +54,37 @@ POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGT
 PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None}
 CONSUMER_OPTIONS: dict[str, Any] = {}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
+PREDICT_GROUP = "{app_id}-predict"  # the prediction role's consumer group, app id and checkpoint topic prefix
+
+
+def role_settings(settings: Settings) -> Settings:
+    """The settings a worker of ``settings.worker_role`` runs with: the prediction role reads the inputs in a
+    consumer group of its own (``<app_id>-predict``), so it gets every partition whatever the statistics
+    workers hold, and checkpoints on a topic of its own (``<app_id>-predict-checkpoints``).
+
+    >>> role_settings(Settings(worker_role="prediction", app_id="lg")).app_id
+    'lg-predict'
+    >>> role_settings(Settings(worker_role="statistics", app_id="lg")).app_id
+    'lg'
+    """
+    if settings.worker_role == "prediction":
+        return settings.model_copy(update={"app_id": PREDICT_GROUP.format(app_id=settings.app_id)})
+    return settings
 
 
 class DirectWorker:
-    """The consumer, the producer, the three hosts and the checkpoint store of one worker process."""
+    """The consumer, the producer, the hosts of its role and the checkpoint store of one worker process.
+
+    Roles (``settings.worker_role``): ``all`` hosts normalise, rank and predict; ``statistics`` normalise and
+    rank; ``prediction`` predict alone, in its own group (``role_settings``)."""
 
     def __init__(self, settings: Settings, partitions: int, health: Health | None = None) -> None:
-        self.settings = settings
+        role = settings.worker_role
+        if role == "prediction" and settings.prediction_method == "off":
+            raise ValueError("the prediction role needs a predictor (LAGGARD_PREDICTION_METHOD is off)")
+        self.settings = settings = role_settings(settings)
+        statistics = role != "prediction"
+        self.inputs = INPUTS if statistics else (TASK, JOB)
         self.health = health
         self.producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES)
         self.outbox = Outbox(self.producer)
@@ -67,9 +92,15 @@ class DirectWorker:
         self.store.ensure_topic()
         self.checkpoints = Checkpoints(self.outbox, self.store)
         self.backlog = Backlog()  # what waits unread on the broker: a catch-up is not idleness
-        self.normalise = NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
-        self.predict = PredictHost(settings, self.outbox) if settings.prediction_method != "off" else None
-        self.rank = RankHost(settings, partitions, self.outbox, behind=self.partition_behind)
+        self.normalise = (NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
+                          if statistics else None)
+        predicting = role != "statistics" and settings.prediction_method != "off"
+        self.predict = PredictHost(settings, self.outbox) if predicting else None
+        # the predictor's live node view, from what the ranking publishes (streams.engine.view)
+        # (by default only on the prediction role: two Google catch-ups of an `all` worker with it stalled)
+        view = settings.prediction_node_view if settings.prediction_node_view is not None else role == "prediction"
+        self.view = NodeView(settings, self.predict.context.cluster) if self.predict is not None and view else None
+        self.rank = RankHost(settings, partitions, self.outbox, behind=self.partition_behind) if statistics else None
         self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)
         self.progress_lock = threading.Lock()  # the health check reads it from a thread of its own
         self.assigned: frozenset[TopicPartition] = frozenset()
@@ -84,13 +115,18 @@ class DirectWorker:
             settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
             partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
             session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX, **CONSUMER_OPTIONS)
-        self.consumer.subscribe(topics=list(INPUTS), listener=Rebalance(self))
+        self.consumer.subscribe(topics=list(self.inputs), listener=Rebalance(self))
 
     def _reader_counters(self) -> dict[str, list[Any]]:
-        readers = ["normalise_tasks"] + (["predict_stragglers"] if self.predict is not None else [])
+        readers = (["normalise_tasks"] if self.normalise is not None else []) + (
+            ["predict_stragglers"] if self.predict is not None else [])
         counters = {topic: [metrics.EVENTS_IN.labels(topic, reader) for reader in readers] for topic in (TASK, JOB)}
         counters[FEED] = [metrics.EVENTS_IN.labels(FEED, "rank_nodes")]
         return counters
+
+    def hosts(self) -> list[Any]:
+        """The hosts this worker's role runs."""
+        return [host for host in (self.normalise, self.predict, self.rank) if host is not None]
 
     # --- the loop ------------------------------------------------------------------------------------------
 
@@ -109,6 +145,8 @@ class DirectWorker:
                 polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
                 if self.health is not None:
                     self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
+                if self.view is not None:
+                    self.view.poll()
                 if polled:
                     self.process(polled)
                 self.tick()
@@ -133,11 +171,10 @@ class DirectWorker:
                 by_partition.setdefault(tp.partition, []).extend(decode(record, TASK_TYPES) for record in records)
         due: list[Slot[Any]] = []
         for partition, batch in by_partition.items():
-            if partition in self.normalise.slots and self.normalise.take(partition, batch):
-                due.append(self.normalise.slots[partition])
-            if self.predict is not None and partition in self.predict.slots and self.predict.take(partition, batch):
-                due.append(self.predict.slots[partition])
-        if feed and 0 in self.rank.slots and self.rank.take(feed, self.working):
+            for host in (self.normalise, self.predict):
+                if host is not None and partition in host.slots and host.take(partition, batch):
+                    due.append(host.slots[partition])
+        if feed and self.rank is not None and 0 in self.rank.slots and self.rank.take(feed, self.working):
             due.append(self.rank.slots[0])
         if due:
             self.checkpoint(due)
@@ -182,7 +219,7 @@ class DirectWorker:
 
     def working(self) -> None:
         """The ranking publishes a long catch-up: tell the health check the feed is being processed."""
-        slot = self.rank.slots.get(0)
+        slot = self.rank.slots.get(0) if self.rank is not None else None
         offset = None if slot is None else slot.offsets.get(f"{FEED}:0")
         if offset is not None:
             with self.progress_lock:
@@ -194,14 +231,14 @@ class DirectWorker:
             return
         self._next_tick = time.monotonic() + self._idle_every_s
         self.refresh_backlog()
-        self.normalise.tick()
-        self.rank.tick()
+        for host in (self.normalise, self.rank):
+            if host is not None:
+                host.tick()
 
     # --- checkpoints and offsets ---------------------------------------------------------------------------
 
     def slots(self) -> list[Slot[Any]]:
-        hosts: list[Any] = [self.normalise, self.predict, self.rank]
-        return [slot for host in hosts if host is not None for slot in host.slots.values()]
+        return [slot for host in self.hosts() for slot in host.slots.values()]
 
     def checkpoint(self, due: Iterable[Slot[Any]]) -> None:
         """Queue the checkpoints of ``due``: sent once the broker acknowledged every output so far, their offsets
@@ -226,7 +263,7 @@ class DirectWorker:
     def covering(self, tp: TopicPartition) -> list[Slot[Any]]:
         """The states that read ``tp``."""
         if tp.topic == FEED:
-            return [self.rank.slots[0]] if 0 in self.rank.slots else []
+            return [self.rank.slots[0]] if self.rank is not None and 0 in self.rank.slots else []
         hosts: list[Any] = [self.normalise, self.predict]
         return [host.slots[tp.partition] for host in hosts if host is not None and tp.partition in host.slots]
 
@@ -261,10 +298,8 @@ class DirectWorker:
 
     def forget(self) -> None:
         self.checkpoints.clear()
-        self.normalise.forget()
-        if self.predict is not None:
-            self.predict.slots.clear()
-        self.rank.forget()
+        for host in self.hosts():
+            host.forget()
         self.assigned = frozenset()
         self.backlog.assign(())
         self._committed.clear()
@@ -280,13 +315,15 @@ class DirectWorker:
             log.error("partitions %s of %s and %s are not assigned together (different partition counts?); their "
                       "events cannot be merged", alone, TASK, JOB)
         ranks = {0} if TopicPartition(FEED, 0) in assigned else set()
-        hosts: list[Any] = [self.normalise, self.predict]
-        keys = self.rank.keys(ranks).union(*(h.keys(partitions) for h in hosts if h is not None))
+        hosts: list[Any] = [host for host in (self.normalise, self.predict) if host is not None]
+        keys = set[str]().union(*(h.keys(partitions) for h in hosts))
+        if self.rank is not None:
+            keys |= self.rank.keys(ranks)
         saved = self.store.load(keys)
         for host in hosts:
-            if host is not None:
-                host.load(partitions, saved)
-        self.rank.load(ranks, saved)
+            host.load(partitions, saved)
+        if self.rank is not None:
+            self.rank.load(ranks, saved)
         for tp in sorted(assigned):
             self.seek(tp)
         log.info("assigned %s", sorted((tp.topic, tp.partition) for tp in assigned))
@@ -313,6 +350,8 @@ class DirectWorker:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
             self.consumer.close(autocommit=False)
+            if self.view is not None:
+                self.view.close()
             self.producer.close()
         log.info("stopped")
 

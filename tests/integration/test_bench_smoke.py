@@ -41,6 +41,8 @@ FIGURES = [
     "kafka.direct.one_worker.processed_per_worker_cpu_s", "kafka.direct.two_workers.sustained_per_s",
     "kafka.direct.latency.ranking.finish_to_output.p99_s", "ratios.direct_one_worker_to_consume_floor",
     "ratios.direct_two_workers_over_one",
+    # the statistics role alone (prediction deployed apart), its consume floor measured beside it
+    "kafka.direct.statistics_one_worker.sustained_per_s", "kafka.direct.statistics_one_worker.to_consume_floor",
 ]  # fmt: skip
 
 
