@@ -158,6 +158,7 @@ def _row(name: str, loop: str, runs: Sequence[RunResult]) -> dict[str, Any]:
         "onset_to_listing_median_s": statistics.median(listed) if listed else None,
         "onset_to_listing_max_s": max(listed) if listed else None,
         "never_listed": len(onsets) - len(listed),
+        "listed_late": sum(s.listed_late for s in scores),
         "recovery_to_release_median_s": statistics.median(released) if released else None,
         "recovery_to_release_max_s": max(released) if released else None,
         "never_released": len(releases) - len(released),

@@ -123,21 +123,22 @@ def _share(value: float | None, signed: bool = False) -> str:
 def print_table(rows: list[dict[str, Any]], console: Console) -> None:
     """The scenario table: one line per scenario and loop; times in minutes of event time."""
     table = Table(title="Blacklist quality on fault scenarios (times in minutes of event time)")
-    for column in ("scenario", "loop", "prec", "recall", "list med", "list max", "never", "release med",
+    for column in ("scenario", "loop", "prec", "recall", "list med", "list max", "never", "late", "release med",
                    "release max", "flaps", "chance", "max share", "cycles/h", "job time", "oracle"):
         table.add_column(column, justify="left" if column in ("scenario", "loop") else "right")
     for row in rows:
         table.add_row(
             row["scenario"], row["loop"], _share(row["precision"]), _share(row["recall"]),
             _minutes(row["onset_to_listing_median_s"]), _minutes(row["onset_to_listing_max_s"]),
-            str(row["never_listed"]), _minutes(row["recovery_to_release_median_s"]),
+            str(row["never_listed"]), str(row.get("listed_late", 0)), _minutes(row["recovery_to_release_median_s"]),
             _minutes(row["recovery_to_release_max_s"]) + ("+" if row["never_released"] else ""),
             str(row["flaps"]), str(row["chance_listings"]),
             _share(row["largest_share"]) + (" OVER CAP" if row["cap_exceeded"] else ""),
             str(row["cycles_per_hour"]), _share(row["jct_change"], True), _share(row["oracle_jct_change"], True),
         )  # fmt: skip
     console.print(table)
-    console.print("never: faulty nodes never listed; release max '+': some were still listed at the end; "
+    console.print("never: faulty nodes never listed while faulty; late: of those, listed only after their fault ended; "
+                  "release max '+': some were still listed at the end; "
                   "flaps: releases while still slow; chance: listings of never-faulty nodes; cycles/h: most "
                   "listings of one node within an hour; job time: closed against open loop (oracle: the faulty "
                   "nodes avoided while slow).", highlight=False)

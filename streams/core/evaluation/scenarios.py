@@ -3,10 +3,12 @@
 The truth is each faulty node's spans of active fault (``slow_spans``, event-time microseconds, end None
 while it lasts); the run is the blacklist's stays (``detection.Span``, from ``DetectionScore.spans()``).
 
-* *precision* and *recall* by node: a listed node is right if it is faulty at all (a node still listed a
-  little after its recovery is slow release, measured below, not a false listing);
-* *onset to listing*: from a faulty node's first onset to its first listing at or after it (a node listed
-  before its onset and still listed then counts 0);
+* *precision* and *recall* by node: a listed node is right if a stay of it began before its fault's last
+  end (a node still listed a little after its recovery is slow release, measured below, not a false
+  listing); a faulty node first listed only after its fault ended is *listed late*: not recall, and wrong
+  for precision (a reviewer found 1.3x nodes listed 25 minutes after recovery counted as recall);
+* *onset to listing*: from a faulty node's first onset to its first listing at or after it that began
+  while it was still faulty (a node listed before its onset and still listed then counts 0);
 * *recovery to release*: from a fault's last end to the release of the stay that covered it (None while
   it never left);
 * *flaps*: releases of a node while its fault is active (the issue's "released mid-fault");
@@ -28,6 +30,9 @@ lasts past it is still open (a node released while the last tasks drain was not 
 (1, 1, 1, False, 2)
 >>> score_run(truth, [Span("b", 2 * H, 7 * H), Span("z", 6 * H, 7 * H)], 10, 6 * H, 0.1).flaps  # past the end
 0
+>>> late = score_run(truth, [Span("a", 3 * H + H // 4, 4 * H)], 10, 6 * H, 0.1)  # a recovered at 3 H
+>>> late.recall, late.listed_late, late.precision, late.onset_to_listing_s
+(0.0, 1, 0.0, [None, None])
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class RunScore:
     largest_share: float
     cap_exceeded: bool
     cycles_per_hour: int
+    listed_late: int = 0  # faulty nodes listed only after their fault had ended
 
 
 def score_run(truth: SlowSpans, stays: Sequence[Span], nodes: int, end_us: int, max_fraction: float) -> RunScore:
@@ -76,9 +82,11 @@ def score_run(truth: SlowSpans, stays: Sequence[Span], nodes: int, end_us: int, 
         by_node.setdefault(stay.node_id, []).append((stay.start_us, end_us if stay.end_us is None else stay.end_us))
     for node_stays in by_node.values():
         node_stays.sort()
-    listed_faulty = sorted(faulty & set(by_node))
+    listed_faulty = sorted(node for node in faulty & set(by_node) if _while_faulty(truth[node], by_node[node]))
+    late = len(faulty & set(by_node)) - len(listed_faulty)
     healthy = sorted(set(by_node) - faulty)
-    onset = [_onset_to_listing(truth[node], by_node.get(node, [])) for node in sorted(faulty)]
+    onset = [_onset_to_listing(truth[node], _while_faulty(truth[node], by_node.get(node, [])))
+             for node in sorted(faulty)]
     release = [r for node in sorted(faulty) for r in _recovery_to_release(truth[node], by_node.get(node, []), end_us)]
     flaps = sum(_releases_inside(truth[node], by_node[node], end_us) for node in listed_faulty)
     chance = [(b - a) for node in healthy for a, b in by_node[node]]
@@ -92,7 +100,14 @@ def score_run(truth: SlowSpans, stays: Sequence[Span], nodes: int, end_us: int, 
         chance_listings=len(chance), chance_listed_s=sum(chance) / US_PER_S,
         largest_listed=largest, largest_share=largest / nodes if nodes else 0.0, cap_exceeded=largest > cap,
         cycles_per_hour=max((_most_in_an_hour([a for a, _ in s]) for s in by_node.values()), default=0),
+        listed_late=late,
     )  # fmt: skip
+
+
+def _while_faulty(spans: Sequence[tuple[int, int | None]], stays: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The stays that began before the fault's last end (all of them while it lasts)."""
+    last_end = spans[-1][1]
+    return [stay for stay in stays if last_end is None or stay[0] < last_end]
 
 
 def _onset_to_listing(spans: Sequence[tuple[int, int | None]], stays: Sequence[tuple[int, int]]) -> float | None:

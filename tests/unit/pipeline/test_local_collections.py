@@ -20,3 +20,20 @@ def test_a_run_raises_the_young_threshold_while_it_lasts_and_restores_it_even_wh
     next(abandoned)  # the first delta, then the caller walks away
     abandoned.close()
     assert gc.get_threshold() == before
+
+
+def test_a_caller_who_turned_collection_off_or_changed_it_during_a_run_keeps_their_setting() -> None:
+    from streams.local import fewer_collections
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(0)  # automatic collection off: a run must not turn it back on
+        with fewer_collections():
+            assert gc.get_threshold()[0] == 0
+        assert gc.get_threshold()[0] == 0
+        gc.set_threshold(*before)
+        with fewer_collections():
+            gc.set_threshold(1234)  # the caller's own choice during the run stays
+        assert gc.get_threshold()[0] == 1234
+    finally:
+        gc.set_threshold(*before)

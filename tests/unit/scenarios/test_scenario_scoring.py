@@ -53,3 +53,14 @@ def test_what_happens_after_the_scenario_ends_is_not_scored() -> None:
     assert score.flaps == 0 and score.chance_listings == 0 and score.precision == 1.0
     inside = score_run({"a": [(H, None)]}, [Span("a", 2 * H, 7 * H)], nodes=20, end_us=8 * H, max_fraction=0.1)
     assert inside.flaps == 1
+
+
+def test_a_node_listed_only_after_its_fault_ended_is_late_not_recall() -> None:
+    # the review of session 8 found a 1.3x node of a 180-minute fault listed 25 minutes after recovery and
+    # counted as recall (the acceptance's ">= 80 % of 1.3x nodes listed")
+    hour = 3_600_000_000
+    truth = {"a": [(hour, 4 * hour)], "b": [(hour, 4 * hour)]}
+    stays = [Span("a", 2 * hour, 3 * hour), Span("b", 4 * hour + hour // 12, 5 * hour)]
+    score = score_run(truth, stays, nodes=20, end_us=8 * hour, max_fraction=0.1)
+    assert (score.recall, score.listed_late, score.precision) == (0.5, 1, 0.5)
+    assert score.onset_to_listing_s == [3600.0, None]
