@@ -122,7 +122,7 @@ class Settings(BaseSettings):
     prediction_node_view: bool | None = Field(
         None, description="a worker's predictor reads the ranking's node-scores and blacklist-snapshot for its live "
                           "node view (node-aware methods: hazard, supervised-node); false: no view, as in eval "
-                          "[default: on for --role prediction, off for all (docs/scale.md)]")
+                          "[default: off; opt-in while no gain is measured (docs/scale.md)]")
     nurd_alpha: float = 0.0
     nurd_epsilon: float = Field(0.05, gt=0, le=1)
     nurd_initial_fraction: float = Field(0.04, gt=0, le=1)

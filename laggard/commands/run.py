@@ -197,7 +197,7 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
     print_outcome(outcome, console)
     if method:
         found = predictions_dict(pipeline, method)
-        console.print(f"Predictions ({method}, as the worker publishes them on straggler-predictions): "
+        console.print(f"Predictions ({method}, in process, with an immediate node view): "
                       f"{found['flagged_tasks']} tasks flagged in {found['jobs']} jobs", highlight=False)
 
 

@@ -97,8 +97,8 @@ class DirectWorker:
         predicting = role != "statistics" and settings.prediction_method != "off"
         self.predict = PredictHost(settings, self.outbox) if predicting else None
         # the predictor's live node view, from what the ranking publishes (streams.engine.view)
-        # (by default only on the prediction role: two Google catch-ups of an `all` worker with it stalled)
-        view = settings.prediction_node_view if settings.prediction_node_view is not None else role == "prediction"
+        # (opt-in: two Google catch-ups of an `all` worker with it stalled, and no in-time F1 gain is measured yet)
+        view = bool(settings.prediction_node_view)
         self.view = NodeView(settings, self.predict.context.cluster) if self.predict is not None and view else None
         self.rank = RankHost(settings, partitions, self.outbox, behind=self.partition_behind) if statistics else None
         self.progress = ReadProgress(settings.stall_timeout_s or math.inf, settings.ranking_period_s)

@@ -59,6 +59,7 @@ def settled(probe: Callable[[], set[tuple[str, str]]], log: Path, quiet_s: float
 
 def test_statistics_and_prediction_roles_run_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAGGARD_PREDICTION_METHOD", "hazard")  # node-aware: reads the live node view
+    monkeypatch.setenv("LAGGARD_PREDICTION_NODE_VIEW", "true")  # opt-in
     local_deltas, local_final, truth = in_process(TRACE)
     events = sum(1 for _ in open_trace(TRACE))
     stats_log, predict_log = tmp_path / "statistics.log", tmp_path / "prediction.log"

@@ -54,4 +54,4 @@ def test_no_predictor_without_checkpoints_or_when_off() -> None:
 def test_the_table_output_says_how_many_tasks_were_flagged() -> None:
     result = CliRunner().invoke(cli, ["run", "--trace", WITH])
     assert result.exit_code == 0, result.output
-    assert "Predictions (select, as the worker publishes them on straggler-predictions): " in result.stdout
+    assert "Predictions (select, in process, with an immediate node view): " in result.stdout
