@@ -9,6 +9,8 @@ import click
 from laggard import kafka_local
 from laggard.errors import UserError
 
+DEFAULT_PORT = 9092
+
 
 def _broker_options(func):  # type: ignore[no-untyped-def]
     func = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -17,7 +19,7 @@ def _broker_options(func):  # type: ignore[no-untyped-def]
                              "--data-dir")(func)
     func = click.option("--controller-port", type=click.IntRange(1, 65535), default=None,
                         help="KRaft controller port [default: PORT + 1]")(func)
-    return click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True,
+    return click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True,
                         help="Client (PLAINTEXT) port on 127.0.0.1")(func)
 
 
@@ -93,7 +95,9 @@ def stop(port: int, controller_port: int | None, data_dir: Path | None) -> None:
     """Stop the broker cleanly (SIGTERM); nothing is left running."""
     broker = _broker(port, controller_port, data_dir)
     pid = kafka_local.stop(broker)
-    click.echo(f"Kafka at {broker.bootstrap} stopped (pid {pid})" if pid else
+    # with --data-dir alone the port is not known here (it printed the default 9092 for any broker)
+    where = f"data in {broker.home}" if data_dir is not None and port == DEFAULT_PORT else broker.bootstrap
+    click.echo(f"Kafka ({where}) stopped (pid {pid})" if pid else
                f"no Kafka broker of laggard runs with data dir {broker.home}")
 
 
