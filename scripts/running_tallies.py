@@ -19,7 +19,8 @@ import numpy as np
 from producers.scenario_suite import SCENARIOS
 from producers.scenarios import ClusterSim
 from streams.core.detection.base import observe_task
-from streams.core.detection.running import RunningTaskDetector, Scale
+from streams.core.detection.running import RunningTaskDetector
+from streams.core.detection.scales import Scale
 
 MIN = 60_000_000
 SCALES_MIN = (5, 8, 10, 12, 15, 20, 30, 60, 180)

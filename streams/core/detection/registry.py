@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from streams.core.detection.base import NodeDetector, NoopDetector
 from streams.core.detection.pcores import PCoresDetector
 from streams.core.detection.running import RunningTaskDetector
-from streams.core.detection.running import Scale as RunningScale
+from streams.core.detection.scales import Scale as RunningScale
 from streams.core.detection.shift import Scale, ShiftDetector
 from streams.core.registry import Registry
 

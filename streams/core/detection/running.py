@@ -57,71 +57,20 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import node_spread, task_scores
+from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
 from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
 
 SNAPSHOT_VERSION = 2
 _PPM_BITS = 20  # a buffered checkpoint holds elapsed_us << 20 | progress in millionths
-MINUTE_US = 60_000_000
 _START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
-
-
-@dataclass(frozen=True, slots=True)
-class Scale:
-    """Tasks started in the last ``window_us``; ``z``: the level a node must reach over it (None: the
-    detector's ``z_list``); ``every_us``: judged for listing only at boundaries that are a multiple of it (None:
-    every boundary). A long window changes little in a minute, and each look is one more chance of a healthy
-    node's lucky high: its level is set for looks this far apart, whatever the ranking period. ``spread``: its
-    z is judged against the cluster's spread of node effects too (``node_spread``): over hours, healthy
-    hardware a little slower than the rest is significant but no fault. ``min_effect``: the effect a node must
-    show over it (None: the detector's); a scale asking a large one may ask a lower z."""
-
-    window_us: int
-    z: float | None = None
-    every_us: int | None = None
-    spread: bool = False
-    min_effect: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.every_us is not None and self.every_us <= 0:
-            raise ValueError(f"a scale's every_us must be positive, not {self.every_us}")
-
-    @property
-    def label(self) -> str:
-        large = "" if self.min_effect is None else f" (an effect of at least {self.min_effect:g})"
-        return f"{self.window_us / MINUTE_US:g} min{large}"
-
-
-@dataclass(frozen=True, slots=True)
-class Tally:
-    """One node over one scale: tasks, of which still running and running past their job's median, the sum of
-    contributions and of their null variances."""
-
-    tasks: int
-    running: int
-    past_median: int
-    total: float
-    information: float
-
-    @property
-    def z(self) -> float:
-        return self.total / math.sqrt(self.information) if self.information > 0 else 0.0
-
-    @property
-    def effect(self) -> float:
-        return self.total / self.information if self.information > 0 else 0.0
-
-    @property
-    def stderr(self) -> float:
-        return 1.0 / math.sqrt(self.information) if self.information > 0 else math.inf
 
 
 class RunningTaskDetector:
@@ -371,37 +320,3 @@ class RunningTaskDetector:
         self._first_us = None if state["first"] is None else int(state["first"])
         self._projected = {(str(j), str(t)): int(d) for j, t, d in state.get("projected", [])}
         self._reported = {(str(j), str(t)): (int(e), float(p)) for j, t, e, p in state.get("reported", [])}
-
-
-def _tasks(t: Tally) -> str:
-    return f"its {t.tasks} tasks ({t.running} still running)"
-
-
-def _z(scale: Scale, t: Tally, spread: float) -> float:
-    """The tally's z; with ``scale.spread``, of its effect against its standard error and the cluster's spread of
-    node effects together: ``effect / sqrt(stderr^2 + spread)`` (a random-effects z)."""
-    return t.z / math.sqrt(1.0 + spread * t.information) if scale.spread else t.z
-
-
-def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0) -> str:
-    period = "period" if streak == 1 else "periods"
-    against = f"; against the nodes' spread +-{math.sqrt(spread):.2f}: z {_z(scale, t, spread):.1f}" if (
-        scale.spread and spread > 0) else ""
-    return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
-            f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
-            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g})")
-
-
-def looks_at(end: int, every_us: int, period_us: int | None) -> bool:
-    """Whether a scale judged every ``every_us`` looks at boundary ``end``: the first boundary at or after each
-    multiple of ``every_us`` when boundaries are ``period_us`` apart (so a 2-minute period looks about every 5
-    minutes too, not every lcm(2, 5) = 10), ``end`` a multiple of it when the period is unknown.
-
-    >>> [m for m in range(0, 21, 2) if looks_at(m, 5, 2)]
-    [0, 6, 10, 16, 20]
-    >>> [m for m in range(0, 11) if looks_at(m, 5, 1)] == [m for m in range(0, 11) if looks_at(m, 5, None)]
-    True
-    """
-    if period_us is None:
-        return end % every_us == 0
-    return end // every_us > (end - period_us) // every_us

@@ -10,7 +10,8 @@ import numpy as np
 
 from streams.core.detection.base import WindowView, observe_task
 from streams.core.detection.censored import task_scores
-from streams.core.detection.running import RunningTaskDetector, Scale
+from streams.core.detection.running import RunningTaskDetector
+from streams.core.detection.scales import Scale
 from streams.core.events import Event, Status, TaskFinish, TaskStart
 
 MIN = 60_000_000

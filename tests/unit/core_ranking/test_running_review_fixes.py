@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from streams.core.detection.running import RunningTaskDetector, Scale, looks_at
+from streams.core.detection.running import RunningTaskDetector
+from streams.core.detection.scales import Scale, looks_at
 
 MINUTE = 60_000_000
 
