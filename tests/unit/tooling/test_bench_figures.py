@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from laggard.bench.kafka import counted
+from laggard.bench.kafka import counted, sustained
 from laggard.bench.output import _over, _target
 
 
@@ -19,3 +19,15 @@ def test_a_rate_of_zero_leaves_its_ratio_empty_and_its_target_unmet_instead_of_c
     assert _over(3.0, 0.0) is None
     assert _target("two workers / one worker", None, 1.5, "times")["met"] is False
     assert _target("two workers / one worker", 1.6, 1.5, "times")["met"] is True
+
+
+def test_marks_stamped_in_one_burst_give_a_rate_from_the_workers_start_not_zero() -> None:
+    # CI's tiny run once got every counted mark of a fast worker at one broker millisecond (a batch shares its
+    # LogAppendTime) and reported 0 events/s
+    assert sustained([(20_000, 4_000), (20_000, 12_000)], started_ms=14_000) == (2_000.0, "from start")
+    assert sustained([(20_000, 12_000)], started_ms=14_000) == (2_000.0, "from start")
+    # a real span between marks is the sustained rate, start-up excluded
+    assert sustained([(20_000, 4_000), (24_000, 12_000)], started_ms=14_000) == (2_000.0, "between marks")
+    # a span under a second is a burst too: its rate would be the broker's batching, not the worker's
+    per_s, basis = sustained([(20_000, 4_000), (20_010, 12_000)], started_ms=14_000)
+    assert basis == "from start" and 0 < per_s < 2_100
