@@ -1,14 +1,16 @@
 """Splitting each method's old ``observe`` into ``predict`` and ``learn`` changed no flag.
 
 ``golden_flags.json`` holds every flag (event index, task, times, predictions, threshold, weight) each method
-raised on a real Google job with main's ``observe`` code before the split (commit c9880e9), as a SHA-256 of
-the records and the flagged tasks in order; driving the new verbs with ``step`` must give the same records.
+raised on a real Google job with main's ``observe`` code before the split (commit c9880e9): the flagged tasks in
+order and the records; driving the new verbs with ``step`` must give the same records. Integers and strings are
+compared exactly, floats to 1e-9: nurd-batch's scikit-learn refits differ in their last bits between OpenBLAS
+kernels (the golden's SHA-256 holds under the Haswell kernel where it was made; a SkylakeX machine's AVX-512
+kernel moved the prediction floats by 1e-14 relative and failed a byte-for-byte hash).
 nurd-batch runs on a prefix of the job (refits are slow).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -56,5 +58,11 @@ def test_step_gives_the_flags_observe_gave(key: str, events: list[Event]) -> Non
     want = GOLDEN["flags"][key]
     records = _records(name, thr, float(alpha.removeprefix("alpha")), events)
     assert [r[1] for r in records] == want["tasks"]
-    text = json.dumps(records, separators=(",", ":"))
-    assert hashlib.sha256(text.encode()).hexdigest() == want["sha256"]
+    assert len(records) == len(want["records"])
+    for got, expected in zip(records, want["records"], strict=True):
+        assert len(got) == len(expected), (got, expected)
+        for field, value in zip(got, expected, strict=True):
+            if isinstance(value, float):
+                assert field == pytest.approx(value, rel=1e-9), (got, expected)
+            else:
+                assert field == value, (got, expected)
