@@ -171,8 +171,11 @@ def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> Emitte
 
 
 def release_predictions_if_idle(idle: IdleClock, stage: PredictStage) -> list[StragglerPrediction]:
-    """The flags a predicting partition raises once its job stream has held its task events back too long
-    (timed from when the first task event waits: a flag waits ``idle.after_s`` at most for a silent job stream)."""
+    """The flags a predicting partition raises once its job stream has held its task events back too long.
+
+    Timed from when a task event first waits, so behind a silent job stream a flag waits ``idle.after_s`` (and
+    up to a quarter of it more, between the shell's timer ticks when no record comes); behind a job stream with
+    records unread on the broker (a catch-up), as long as they stay unread, ``allowance_s`` at most."""
     if not job_stream_overdue(idle, stage, "task events be predicted on"):
         return []
     return stage.mark_job_stream_idle()
