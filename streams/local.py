@@ -4,9 +4,10 @@ Events are routed to ``partitions`` normalising stages by job id exactly as Kafk
 route them on ``task-events``, so a run with the partition count of a Kafka deployment publishes the same
 deltas as that deployment (tests/integration holds them against each other). With one partition (the
 default) it is simply the whole trace in event-time order. A ``PredictorFleet`` given as ``predictor`` runs
-beside them (what ``predict_stragglers`` does on a worker; a list of one per partition steps each job's
-events through its partition's, as a worker's per-partition predictors do) and sees each ranking's node
-evidence as it is published (its context's ``ClusterView``: each node's window mean z and the blacklist).
+beside them (what ``predict_stragglers`` does on a worker, in the same merged order of events: a
+``PredictStage``; a list of one per partition steps each job's events through its partition's, as a worker's
+per-partition predictors do) and sees each ranking's node evidence as it is published (its context's
+``ClusterView``: each node's window mean z and the blacklist).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from streams.core.events import (
     validate,
 )
 from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.stage import PredictStage
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankResult, RankStage, boundary_at_or_before
@@ -81,6 +83,9 @@ class LocalPipeline:
         if len(self.predictors) not in (0, 1, partitions):
             raise ValueError(f"{len(self.predictors)} predictors for {partitions} partitions")
         self.predictor = self.predictors[0] if self.predictors else None
+        # Each steps its fleet in the order a worker's does (streams.core.merge); the trace is in time order, so
+        # only the events of the latest timestamp wait, and the node view is no later than the events' time.
+        self._predicting = [PredictStage(fleet, p, time_ordered=True) for p, fleet in enumerate(self.predictors)]
         self._views = list({id(p.context.cluster): p.context.cluster for p in self.predictors}.values())
         self.flags: list[StragglerPrediction] = []  # the predictor's flags, in order
 
@@ -102,15 +107,15 @@ class LocalPipeline:
         self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
         observe_task(self.rank_stage.ranker.detector, event)  # running-task evidence (detectors that watch it)
         partition = partition_for(event.job_id, self.partitions)
-        if self.predictors:
-            fleet = self.predictors[partition if len(self.predictors) > 1 else 0]
-            if (flag := fleet.step(event)) is not None:
-                self.flags.append(flag)
+        if self._predicting:
+            self.flags += self._predicting[partition if len(self._predicting) > 1 else 0].process(event)
         return self._forward(self._stages[partition].process(event))
 
     def finish(self) -> list[BlacklistDelta]:
         """End of the trace: finalise open jobs and rank up to the last event."""
         deltas: list[BlacklistDelta] = []
+        for predicting in self._predicting:
+            self.flags += predicting.flush()
         for stage in self._stages:
             emitted = stage.flush()
             deltas.extend(self._forward(emitted._replace(progress=None)))

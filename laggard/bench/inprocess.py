@@ -16,6 +16,7 @@ from producers.registry import open_trace
 from streams.core.events import Event, TaskCheckpoint
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.stage import PredictStage
 from streams.local import LocalPipeline
 from streams.settings import Settings
 
@@ -48,14 +49,16 @@ def nurd_options(settings: Settings) -> PredictionContext:
 
 
 def nurd_path(settings: Settings, events: list[Event]) -> dict[str, Any]:
-    """Events per second of live Nurd (online p90 threshold, one predictor per job) over ``events``."""
+    """Events per second of live Nurd (online p90 threshold, one predictor per job) over ``events``, in the
+    merged order a worker steps its predictors in (``PredictStage``)."""
     # no idle expiry: every job keeps its predictor to the end, as the bench always measured
-    fleet = PredictorFleet("nurd", nurd_options(settings), job_idle_timeout_us=2**62)
+    stage = PredictStage(PredictorFleet("nurd", nurd_options(settings), job_idle_timeout_us=2**62), time_ordered=True)
     jobs = {event.job_id for event in events}
     flags = 0
     started = time.perf_counter()
     for event in events:
-        flags += fleet.step(event) is not None
+        flags += len(stage.process(event))
+    flags += len(stage.flush())
     seconds = time.perf_counter() - started
     checkpoints = sum(isinstance(event, TaskCheckpoint) for event in events)
     return {"pipeline_seconds": seconds, "pipeline_per_s": rate(len(events), seconds), "jobs": len(jobs),

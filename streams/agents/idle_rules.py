@@ -41,7 +41,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Hashable
+from typing import Protocol
 
+from streams.core.events import StragglerPrediction
+from streams.core.prediction.stage import PredictStage
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import Emitted, NormalizeStage
 
@@ -137,17 +140,48 @@ class IdleClock:
         self._first.clear()
 
 
+class WaitsForJobEvents(Protocol):
+    """A stage that holds task events until its partition's job stream passes their time (``NormalizeStage``,
+    ``PredictStage``)."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def holds_progress(self) -> bool: ...
+    @property
+    def job_stream_lag_us(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+
+
+def job_stream_overdue(idle: IdleClock, stage: WaitsForJobEvents, held: str) -> bool:
+    """Whether ``stage``'s job stream has held ``held`` back too long (a warning says so when it has)."""
+    if not idle.overdue(stage.partition, stage.holds_progress):
+        return False
+    log.warning("partition %d: no job event let %s for %.0f s; they no longer wait for job-events until the "
+                "next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)", stage.partition, held, idle.after_s)
+    return True
+
+
 def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> Emitted:
     """What a normalising partition releases once its job stream has held its task events back too long."""
-    if not idle.overdue(stage.partition, stage.holds_progress):
+    if not job_stream_overdue(idle, stage, "task events pass a ranking boundary"):
         return Emitted([], [], None)
-    log.warning("partition %d: no job event let task events pass a ranking boundary for %.0f s; they no "
-                "longer wait for job-events until the next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)",
-                stage.partition, idle.after_s)
     return stage.mark_job_stream_idle()
 
 
-def warn_once_if_waiting(stage: NormalizeStage, job_idle_timeout_us: int, warned: set[int]) -> None:
+def release_predictions_if_idle(idle: IdleClock, stage: PredictStage) -> list[StragglerPrediction]:
+    """The flags a predicting partition raises once its job stream has held its task events back too long.
+
+    Timed from when a task event first waits, so behind a silent job stream a flag waits ``idle.after_s`` (and
+    up to a quarter of it more, between the shell's timer ticks when no record comes); behind a job stream with
+    records unread on the broker (a catch-up), as long as they stay unread, ``allowance_s`` at most."""
+    if not job_stream_overdue(idle, stage, "task events be predicted on"):
+        return []
+    return stage.mark_job_stream_idle()
+
+
+def warn_once_if_waiting(stage: WaitsForJobEvents, job_idle_timeout_us: int, warned: set[int]) -> None:
     """One warning per partition whose task events wait for job events longer than the job idle timeout."""
     if stage.job_stream_lag_us <= job_idle_timeout_us or stage.partition in warned:
         return

@@ -1,7 +1,9 @@
 """Agent ``predict_stragglers``: task and job events in (by job), StragglerPrediction records out (SPEC 4).
 
 Delivery is at least once: after a crash the events since the last checkpoint are seen again, and a task
-flagged in that stretch may be published a second time (consumers key predictions by job and task).
+flagged in that stretch may be published a second time (consumers key predictions by job and task). Otherwise a
+task is flagged once: each partition's events are stepped in their merged order (``PredictStage``), whatever the
+interleaving of task-events and job-events, and a silent job stream is released by the statistics' idle rule.
 
 The predictors' live node view (node-aware methods) is fed from node-scores and blacklist-snapshot by a timer
 (``streams.engine.view.NodeView``, as the direct engine does) when ``LAGGARD_PREDICTION_NODE_VIEW=true``.
@@ -9,20 +11,34 @@ The predictors' live node view (node-aware methods) is fed from node-scores and 
 
 from __future__ import annotations
 
+import asyncio
+from typing import cast
+
 import faust
 from faust.types import AgentT
 
 from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawStream, Slot, unacked_batches
 from streams.agents.common import send
+from streams.agents.idleness import (
+    IdleClock,
+    backlog_of,
+    clear_on_revoke,
+    idle_timer,
+    release_predictions_if_idle,
+    warn_once_if_waiting,
+)
 from streams.config import prediction_context
+from streams.core.events import Event, StragglerPrediction
 from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.stage import PredictStage
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
 
 CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional
 BATCH_MAX = 2000
 BATCH_WITHIN_S = 0.05
+TOPICS = (TASK_EVENTS.name, JOB_EVENTS.name)
 
 
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
@@ -34,8 +50,16 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us)
     states = PartitionStates(
         app, wiring.predict_checkpoints,
-        lambda p: PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us),
-        (TASK_EVENTS.name, JOB_EVENTS.name), key=lambda p: f"predict:{p}".encode())
+        lambda p: PredictStage(PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us), p,
+                               wait_for_job_events=settings.wait_for_job_events),
+        TOPICS, key=lambda p: f"predict:{p}".encode())
+    # The app's one backlog: normalise_tasks notes what it processed (Faust runs both agents on every worker).
+    backlog = backlog_of(app, settings.idle_stream_timeout_s)
+    idle = IdleClock(settings.idle_stream_timeout_s,
+                     behind=lambda p: backlog.behind(*((topic, cast(int, p)) for topic in TOPICS)))
+    clear_on_revoke(app, idle, TOPICS)
+    lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
+    waiting: set[int] = set()  # partitions warned about waiting for job events
 
     if settings.prediction_node_view:  # None (the default) is off on the Faust worker, as on an `all` worker
         from streams.engine.view import NodeView
@@ -53,22 +77,36 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
 
     outputs = Outputs()  # a checkpoint past a prediction only once the prediction is on the broker
 
+    async def publish(flags: list[StragglerPrediction]) -> None:
+        for prediction in flags:
+            outputs.track(await send(wiring.straggler_predictions, prediction.job_id, prediction))
+            metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
+
+    async def step(stream: RawStream, slot: Slot[PredictStage], events: list[Event]) -> None:
+        flags = slot.state.process_batch(events)
+        flags += release_predictions_if_idle(idle, slot.state)
+        warn_once_if_waiting(slot.state, wiring.job_idle_timeout_us, waiting)
+        await publish(flags)
+        if slot.checkpointer.held >= CHECKPOINT_EVERY:
+            await slot.save(stream, outputs)
+
     @app.agent(wiring.task_events, name="predict_stragglers")
     async def predict_stragglers(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "predict_stragglers", wiring.progress):
-            full: dict[int, Slot[PredictorFleet]] = {}
-            for event in batch:
-                # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
-                admitted = await states.admit(stream, event, None, wiring.task_events_types)
-                if admitted is None:
-                    continue
-                prediction = admitted.slot.state.step(admitted.record)
-                if prediction is not None:
-                    outputs.track(await send(wiring.straggler_predictions, prediction.job_id, prediction))
-                    metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
-                if admitted.slot.checkpointer.held >= CHECKPOINT_EVERY:
-                    full[admitted.slot.partition] = admitted.slot
-            for slot in full.values():
-                await slot.save(stream, outputs)
+            async with lock:
+                by_partition: dict[int, tuple[Slot[PredictStage], list[Event]]] = {}
+                for event in batch:
+                    # Only normalise_tasks dead-letters a bad record (None here), so it is reported once.
+                    admitted = await states.admit(stream, event, None, wiring.task_events_types)
+                    if admitted is not None:
+                        by_partition.setdefault(admitted.slot.partition, (admitted.slot, []))[1].append(admitted.record)
+                for slot, events in by_partition.values():
+                    await step(stream, slot, events)
 
+    async def release_all() -> None:
+        # Flags released here are sent now; the agent's next checkpoint covers them (a timer may not checkpoint).
+        for slot in states.slots():
+            await publish(release_predictions_if_idle(idle, slot.state))
+
+    idle_timer(app, idle, lock, "release_idle_job_streams_for_predictions", release_all)
     return predict_stragglers

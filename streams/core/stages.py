@@ -43,22 +43,10 @@ on arrival order. The core never decides idleness itself: it has no clock.
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
 from typing import Any, NamedTuple
 
-from streams.core.events import (
-    Event,
-    JobFinish,
-    JobStart,
-    NodeSummary,
-    NormalizedTask,
-    Progress,
-    Status,
-    TaskCheckpoint,
-    TaskFinish,
-    TaskStart,
-)
+from streams.core.events import Event, NodeSummary, NormalizedTask, Progress
+from streams.core.merge import MergeBuffer
 from streams.core.moments import bucket_width
 from streams.core.rank_stage import RankResult, RankStage, boundary_at_or_before
 from streams.core.ranking_config import RankingConfig  # noqa: F401  (used by the doctest)
@@ -80,19 +68,14 @@ class Emitted(NamedTuple):
     progress: Progress | None
 
 
-# Events of one timestamp are applied in this order, then in their own stream's order: a total order that
-# does not depend on how the two topics interleaved on arrival.
-_KIND_ORDER = {JobStart: 0, TaskStart: 1, TaskCheckpoint: 1, TaskFinish: 1, JobFinish: 2}
-
-
 class NormalizeStage:
     """Per-partition z-values (SPEC 3) with summaries and progress marks at ranking boundaries.
 
     Task and job events reach a partition through two topics in any interleaving, and the results must not
-    depend on it. So events wait in a merge buffer and are applied in a fixed order (time, then JobStart
-    before task events before JobFinish, then each stream's own order) once both streams have passed their
-    time; every sample carries the event time its job became final; and progress past a boundary is reported
-    only when everything before it has been applied.
+    depend on it. So events wait in a merge buffer (``streams.core.merge``) and are applied in a fixed order
+    (time, then JobStart before task events before JobFinish, then each stream's own order) once both streams
+    have passed their time; every sample carries the event time its job became final; and progress past a
+    boundary is reported only when everything before it has been applied.
 
     At each ranking boundary ``B`` (when everything before ``B`` has been applied, before anything at or after
     it) the stage finalises the jobs idle since before ``B``, scores the jobs still running provisionally
@@ -124,12 +107,7 @@ class NormalizeStage:
         self.summaries = summaries
         self._normalizer = JobNormalizer(job_idle_timeout_us, provisional=summaries, quiet_us=period_us,
                                          age_us=(window_us or period_us) // 2)
-        self._pending: list[tuple[int, int, int, Event]] = []  # heap of (ts, kind order, arrival, event)
-        self._arrivals = 0
-        self._task_watermark = -1
-        self._job_watermark: int | None = None  # None until a job event is seen
-        self._job_idle = False  # the job stream was declared idle and has sent nothing since
-        self._applied = -1  # the highest watermark used so far: it never goes back
+        self._merge = MergeBuffer(wait_for_job_events)  # task and job events in one order
         self._reported = -1  # last boundary reported as progress
         self._closed: int | None = None  # last boundary whose summary is closed
         self._groups: dict[int, tuple[_Values, _Values]] = {}  # boundary -> (added, withdrawn) values
@@ -137,30 +115,24 @@ class NormalizeStage:
     @property
     def watermark(self) -> int:
         """Every event before this time has been applied (-1: nothing yet)."""
-        if self._job_idle:
-            current = self._task_watermark
-        elif self._job_watermark is None:
-            current = -1 if self.wait_for_job_events else self._task_watermark
-        else:
-            current = min(self._task_watermark, self._job_watermark)
-        return max(current, self._applied)
+        return self._merge.watermark
 
     @property
     def task_watermark(self) -> int:
         """The latest task event time seen (-1: none yet)."""
-        return self._task_watermark
+        return self._merge.task_watermark
 
     @property
     def holds_progress(self) -> bool:
         """Whether the task events have passed a ranking boundary that waits for the job stream."""
-        if self._job_idle or self._task_watermark < 0:
+        if self._merge.job_stream_idle or self._merge.task_watermark < 0:
             return False
-        return boundary_at_or_before(self._task_watermark, self.period_us) > max(
+        return boundary_at_or_before(self._merge.task_watermark, self.period_us) > max(
             self._reported, boundary_at_or_before(self.watermark, self.period_us))
 
     @property
     def pending(self) -> int:
-        return len(self._pending)
+        return len(self._merge)
 
     @property
     def open_jobs(self) -> int:
@@ -169,40 +141,30 @@ class NormalizeStage:
     @property
     def job_stream_lag_us(self) -> int:
         """How far the task events have run ahead of what can be applied (the job stream holds them back)."""
-        return max(0, self._task_watermark - self.watermark) if self._task_watermark >= 0 else 0
+        return self._merge.job_stream_lag_us
 
     def process(self, event: Event) -> Emitted:
         """Take one event; return the final z-values, the summaries and the progress mark it completed."""
-        self._receive(event)
+        self._merge.receive(event)
         return self._advance()
 
     def process_batch(self, events: list[Event]) -> Emitted:
         """Take several events at once: the same results as one ``process`` after the other, merged."""
         for event in events:
-            self._receive(event)
+            self._merge.receive(event)
         return self._advance()
-
-    def _receive(self, event: Event) -> None:
-        kind, ts = _KIND_ORDER[type(event)], event.ts_us
-        if kind != 1:  # a job event
-            self._job_watermark = max(self._job_watermark if self._job_watermark is not None else -1, ts)
-            self._job_idle = False
-        elif ts > self._task_watermark:
-            self._task_watermark = ts
-        self._arrivals += 1
-        heapq.heappush(self._pending, (ts, kind, self._arrivals, event))
 
     @property
     def job_stream_idle(self) -> bool:
-        return self._job_idle
+        return self._merge.job_stream_idle
 
     def mark_job_stream_idle(self) -> Emitted:
         """The job stream is silent (the shell's judgement): stop waiting for it until its next event."""
-        self._job_idle = True
+        self._merge.mark_job_stream_idle()
         return self._advance()
 
     def _advance(self) -> Emitted:
-        watermark = self._applied = self.watermark
+        watermark = self._merge.advance()
         samples: list[NormalizedTask] = []
         summaries: list[NodeSummary] = []
         self._apply_before(watermark, watermark, samples, summaries)
@@ -212,7 +174,7 @@ class NormalizeStage:
 
     def flush(self) -> Emitted:
         """End of a finite trace: apply everything, finalise every job, report the last event time."""
-        end = max(self._task_watermark, self._job_watermark or -1) + 1
+        end = self._merge.end_us
         samples: list[NormalizedTask] = []
         summaries: list[NodeSummary] = []
         self._apply_before(end, end - 1, samples, summaries)
@@ -225,13 +187,14 @@ class NormalizeStage:
                       summaries: list[NodeSummary]) -> None:
         """Apply the events before ``watermark`` in order, closing each boundary up to ``close_until`` once
         everything before it is applied."""
-        pending, period = self._pending, self.period_us
+        merge, period = self._merge, self.period_us
         while True:
-            if self._closed is None and pending and pending[0][0] < watermark:
-                self._closed = boundary_at_or_before(pending[0][0], period)
+            ts = merge.next_ts()
+            if self._closed is None and ts is not None and ts < watermark:
+                self._closed = boundary_at_or_before(ts, period)
             following = None if self._closed is None else self._closed + period
-            if pending and pending[0][0] < watermark and (following is None or pending[0][0] < following):
-                produced = self._normalizer.update(heapq.heappop(pending)[3])
+            if ts is not None and ts < watermark and (following is None or ts < following):
+                produced = self._normalizer.update(merge.pop())
                 if produced or self._normalizer.has_withdrawn:
                     self._collect(produced, samples)
             elif following is not None and following <= close_until:
@@ -285,51 +248,24 @@ class NormalizeStage:
         return Progress(self.partition, self.partitions, watermark)
 
     def snapshot(self) -> dict[str, Any]:
-        pending = [[ts, kind, arrival, type(e).__name__, _event_row(e)] for ts, kind, arrival, e in
-                   sorted(self._pending, key=lambda item: item[:3])]
+        merge = self._merge.snapshot()
         groups = [[boundary, [[node, bucket, values] for (node, bucket), values in side.items()] ]
                   for boundary, pair in sorted(self._groups.items()) for side in pair]
-        return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "pending": pending,
-                "arrivals": self._arrivals, "task_watermark": self._task_watermark,
-                "job_watermark": self._job_watermark, "reported": self._reported, "applied": self._applied,
+        return {"version": SNAPSHOT_VERSION, "normalizer": self._normalizer.snapshot(), "pending": merge["pending"],
+                "arrivals": merge["arrivals"], "task_watermark": merge["task_watermark"],
+                "job_watermark": merge["job_watermark"], "reported": self._reported, "applied": merge["applied"],
                 "closed": self._closed, "groups": groups}
 
     def restore(self, state: dict[str, Any]) -> None:
         if state.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"unknown NormalizeStage snapshot version {state.get('version')!r}")
         self._normalizer.restore(state["normalizer"])
-        self._pending = [(int(ts), int(kind), int(arrival), _event_from_row(name, row))
-                         for ts, kind, arrival, name, row in state["pending"]]
-        heapq.heapify(self._pending)
-        self._arrivals = int(state["arrivals"])
-        self._task_watermark = int(state["task_watermark"])
-        self._job_watermark = None if state["job_watermark"] is None else int(state["job_watermark"])
+        self._merge.restore(state)  # its held events and watermarks, under the same keys as before
         self._reported = int(state["reported"])
-        self._applied = int(state["applied"])
         self._closed = None if state["closed"] is None else int(state["closed"])
         self._groups = {}
         groups = state["groups"]
         for (boundary, added), (_, removed) in zip(groups[::2], groups[1::2], strict=True):
             self._groups[int(boundary)] = ({(str(n), int(b)): [float(v) for v in vs] for n, b, vs in added},
                                            {(str(n), int(b)): [float(v) for v in vs] for n, b, vs in removed})
-        self._job_idle = False  # idleness is a wall-clock judgement: a restarted shell makes it again
 
-
-_EVENT_TYPES: dict[str, type] = {t.__name__: t for t in (TaskStart, TaskCheckpoint, TaskFinish, JobStart, JobFinish)}
-
-
-def _event_row(event: Event) -> list[Any]:
-    row = [getattr(event, f.name) for f in dataclasses.fields(event)]
-    if isinstance(event, TaskFinish):
-        row[-1] = event.status.value
-    if isinstance(event, TaskCheckpoint):
-        row[-1] = dict(event.features)
-    return row
-
-
-def _event_from_row(name: str, row: list[Any]) -> Event:
-    event_type = _EVENT_TYPES[name]
-    if event_type is TaskFinish:
-        row = [*row[:-1], Status(row[-1])]
-    event: Event = event_type(*row)
-    return event

@@ -15,11 +15,18 @@ from typing import Any, Generic, TypeVar
 
 from streams import kafka_clients, metrics
 from streams.agents.envelope import Stateful, unpack
-from streams.agents.idle_rules import IdleClock, rank_without_idle, release_job_stream_if_idle, warn_once_if_waiting
+from streams.agents.idle_rules import (
+    IdleClock,
+    rank_without_idle,
+    release_job_stream_if_idle,
+    release_predictions_if_idle,
+    warn_once_if_waiting,
+)
 from streams.agents.records import dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
-from streams.core.events import Event
+from streams.core.events import Event, StragglerPrediction
 from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.stage import PredictStage
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankStage
@@ -163,27 +170,52 @@ class NormaliseHost(Host[NormalizeStage]):
         self.idle.clear()
 
 
-class PredictHost(Host[PredictorFleet]):
-    """``predict_stragglers``: events of a partition in, StragglerPrediction records out."""
+class PredictHost(Host[PredictStage]):
+    """``predict_stragglers``: events of a partition in, StragglerPrediction records out, in the partition's merged
+    order (``PredictStage``), so a JobFinish read before its job's last task events does not flag them twice."""
 
-    def __init__(self, settings: Settings, outbox: Outbox) -> None:
+    def __init__(self, settings: Settings, outbox: Outbox, behind: Callable[[Hashable], bool] | None = None) -> None:
+        """``behind(p)``: partition ``p``'s events wait unread on the broker (its job stream is not idle then)."""
         context = prediction_context(settings)
         self.context = context  # its ``cluster``: the live node view every partition's predictor reads
-        timeout_us = job_idle_timeout_us(settings)
+        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
+        self.job_idle_timeout_us = timeout_us = job_idle_timeout_us(settings)
+        self.waiting: set[int] = set()
         # Built once before consuming: the method's first build imports its libraries (River: seconds).
         PredictorFleet(settings.prediction_method, context, timeout_us)
-        super().__init__(outbox, lambda p: f"predict:{p}",
-                         lambda p: PredictorFleet(settings.prediction_method, context, timeout_us))
+
+        def make(p: int) -> PredictStage:
+            return PredictStage(PredictorFleet(settings.prediction_method, context, timeout_us), p,
+                                wait_for_job_events=settings.wait_for_job_events)
+
+        super().__init__(outbox, lambda p: f"predict:{p}", make)
 
     def take(self, partition: int, batch: list[Decoded]) -> bool:
         slot = self.slots[partition]
-        for item in batch:
-            if self.fresh(slot, item) and item.record is not None:  # the normalising host dead-letters
-                prediction = slot.state.step(item.record)
-                if prediction is not None:
-                    self.outbox.send(registry.STRAGGLER_PREDICTIONS.name, prediction.job_id, prediction)
-                    metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
+        events = [item.record for item in batch
+                  if self.fresh(slot, item) and item.record is not None]  # the normalising host dead-letters
+        if not events:
+            return False
+        stage = slot.state
+        flags = stage.process_batch(events)
+        flags += release_predictions_if_idle(self.idle, stage)
+        warn_once_if_waiting(stage, self.job_idle_timeout_us, self.waiting)
+        self.send(flags)
         return slot.held >= PREDICT_CHECKPOINT_EVERY
+
+    def send(self, flags: list[StragglerPrediction]) -> None:
+        for prediction in flags:
+            self.outbox.send(registry.STRAGGLER_PREDICTIONS.name, prediction.job_id, prediction)
+            metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
+
+    def tick(self) -> None:
+        """Predict past the job streams that held their partition back too long (the agent's idleness timer)."""
+        for slot in self.slots.values():
+            self.send(release_predictions_if_idle(self.idle, slot.state))
+
+    def forget(self) -> None:
+        self.slots.clear()
+        self.idle.clear()
 
 
 class RankHost(Host[PublishedRanking]):

@@ -95,7 +95,7 @@ class DirectWorker:
         self.normalise = (NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
                           if statistics else None)
         predicting = role != "statistics" and settings.prediction_method != "off"
-        self.predict = PredictHost(settings, self.outbox) if predicting else None
+        self.predict = PredictHost(settings, self.outbox, behind=self.job_stream_behind) if predicting else None
         # the predictor's live node view, from what the ranking publishes (streams.engine.view)
         # (opt-in: two Google catch-ups of an `all` worker with it stalled, and no in-time F1 gain is measured yet)
         view = bool(settings.prediction_node_view)
@@ -231,7 +231,7 @@ class DirectWorker:
             return
         self._next_tick = time.monotonic() + self._idle_every_s
         self.refresh_backlog()
-        for host in (self.normalise, self.rank):
+        for host in (self.normalise, self.predict, self.rank):
             if host is not None:
                 host.tick()
 

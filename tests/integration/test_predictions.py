@@ -9,6 +9,7 @@ from producers.registry import open_trace
 from streams.core.events import StragglerPrediction
 from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
+from streams.core.prediction.stage import PredictStage
 from streams.settings import Settings
 from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
 
@@ -27,8 +28,10 @@ def test_predictions_on_kafka_match_the_in_process_predictor(tmp_path: Path, tra
     settings = Settings()
     assert settings.prediction_method == Settings.model_fields["prediction_method"].default
     context = PredictionContext(params={"nurd_alpha": settings.nurd_alpha, "nurd_epsilon": settings.nurd_epsilon})
-    fleet = PredictorFleet(settings.prediction_method, context)
-    expected = {p.task_id for event in open_trace(spec) if (p := fleet.step(event)) is not None}
+    # in the merged order a worker steps its predictors in (PredictStage), as `laggard run` does
+    stage = PredictStage(PredictorFleet(settings.prediction_method, context), time_ordered=True)
+    expected = {p.task_id for event in open_trace(spec) for p in stage.process(event)} | {
+        p.task_id for p in stage.flush()}
     assert expected, "the predictor flags some tasks of this job in-process"
 
     log = tmp_path / "worker.log"
