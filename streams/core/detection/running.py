@@ -63,7 +63,7 @@ import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import node_spread, task_scores
-from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at, spread_z
+from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
 from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
@@ -241,8 +241,7 @@ class RunningTaskDetector:
             return False
         z = self.z_list if scale.z is None else scale.z
         effect = self.min_effect if scale.min_effect is None else scale.min_effect
-        against = scale.spread_z is None or spread_z(tally, spread) >= scale.spread_z
-        return tally.tasks >= self.min_tasks and _z(scale, tally, spread) >= z and tally.effect >= effect and against
+        return tally.tasks >= self.min_tasks and _z(scale, tally, spread) >= z and tally.effect >= effect
 
     def _judge(self, node: str, tallies: list[Tally], end: int, spread: float = 0.0) -> Evidence:
         """``spread``: the variance of node effects between healthy nodes (``node_spread``), for scales that ask."""

@@ -18,17 +18,13 @@ class Scale:
     node's lucky high: its level is set for looks this far apart, whatever the ranking period. ``spread``: its
     z is judged against the cluster's spread of node effects too (``node_spread``): over hours, healthy
     hardware a little slower than the rest is significant but no fault. ``min_effect``: the effect a node must
-    show over it (None: the detector's); a scale asking a large one may ask a lower z. ``spread_z``: a level its
-    z against the spread must reach as well as its plain z its own (None: not asked): on equal hardware the two
-    z are one, so the plain level keeps its chance rate there; on hardware of several speeds a healthy but
-    slower node is not listed for a high plain z alone."""
+    show over it (None: the detector's); a scale asking a large one may ask a lower z."""
 
     window_us: int
     z: float | None = None
     every_us: int | None = None
     spread: bool = False
     min_effect: float | None = None
-    spread_z: float | None = None
 
     def __post_init__(self) -> None:
         if self.every_us is not None and self.every_us <= 0:
@@ -71,24 +67,16 @@ def _tasks(t: Tally) -> str:
 def _z(scale: Scale, t: Tally, spread: float) -> float:
     """The tally's z; with ``scale.spread``, of its effect against its standard error and the cluster's spread of
     node effects together: ``effect / sqrt(stderr^2 + spread)`` (a random-effects z)."""
-    return spread_z(t, spread) if scale.spread else t.z
-
-
-def spread_z(t: Tally, spread: float) -> float:
-    """The tally's random-effects z against the cluster's spread of node effects (see ``_z``)."""
-    return t.z / math.sqrt(1.0 + spread * t.information)
+    return t.z / math.sqrt(1.0 + spread * t.information) if scale.spread else t.z
 
 
 def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0) -> str:
     period = "period" if streak == 1 else "periods"
-    against = f"; against the nodes' spread +-{math.sqrt(spread):.2f}: z {spread_z(t, spread):.1f}"
-    if scale.spread_z is not None and spread > 0:  # both levels: the plain one, then the one against the spread
-        judged = f"z {t.z:.1f} >= {z_list:g}{against} >= {scale.spread_z:g}"
-    else:
-        judged = f"z {t.z:.1f}{against if scale.spread and spread > 0 else ''} >= {z_list:g}"
+    against = f"; against the nodes' spread +-{math.sqrt(spread):.2f}: z {_z(scale, t, spread):.1f}" if (
+        scale.spread and spread > 0) else ""
     return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
             f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
-            f"(censored normal scores, {judged})")
+            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g})")
 
 
 def looks_at(end: int, every_us: int, period_us: int | None) -> bool:

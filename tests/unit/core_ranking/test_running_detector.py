@@ -257,18 +257,3 @@ def test_a_release_needs_enough_information_not_a_few_tasks_that_just_started() 
     assert released[0.0] and released[0.0][0] >= 150  # let go after its recovery at 150 min, not before
     assert released[3.0][:1] == released[0.0][:1]  # a recovered node's scales carry three tasks' worth at once
     assert released[1e9] == []  # no scale ever holds that much information: never released by a scale
-
-
-def listed_by_the_window(spread_z: float | None, events: list[Event]) -> set[str]:
-    """The window alone lists (plain z 4.6); three windows only give the spread (their level is never reached)."""
-    scales = (Scale(60 * MIN, spread_z=spread_z), Scale(180 * MIN, z=float("inf")))
-    det = RunningTaskDetector(scales, z_list=4.6, min_effect=0.3)
-    return {node for period in periods(det, events, 60, 180) for node, e in period.items() if e.suspect}
-
-
-def test_a_window_asking_a_level_against_the_spread_too_spares_slower_healthy_hardware_not_a_faulty_node() -> None:
-    healthy = hardware_cluster(random.Random(5), {})
-    assert {int(node[1:]) // 10 for node in listed_by_the_window(None, healthy)} == {2}  # the 1.25x generation
-    assert listed_by_the_window(4.3, healthy) == set()
-    equal = cluster(range(0, 180), {"n03": 1.6}, random.Random(6), nodes=30)  # equal hardware: no spread to ask
-    assert listed_by_the_window(4.3, equal) == listed_by_the_window(None, equal) == {"n03"}
