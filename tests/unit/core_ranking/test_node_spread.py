@@ -1,0 +1,57 @@
+"""The cluster's spread of node effects (``censored.node_spread``): slow nodes are suspects, not spread, so 10-20 %
+of them no longer shrink their own z; healthy hardware of several speeds still gets its spread."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from streams.core.detection.censored import node_spread
+
+SLOW_EFFECT = 0.6  # a 1.3x node over three windows runs about this many job std behind
+
+
+def cluster(rng: np.random.Generator, slow_share: float, generations: float = 0.0,
+            nodes: int = 100) -> tuple[np.ndarray, np.ndarray, int]:
+    """Node effects over three windows: information 30-200 (nodes differ in how many tasks they ran), hardware
+    generations at -g, 0, +g, and the first ``slow_share`` of the nodes slow. Returns effects, information and
+    the number of slow nodes."""
+    information = rng.uniform(30.0, 200.0, nodes)
+    hardware = np.resize([-generations, 0.0, generations], nodes)
+    slow = round(slow_share * nodes)
+    effects = hardware + rng.normal(0.0, 1.0, nodes) / np.sqrt(information)
+    effects[:slow] += SLOW_EFFECT
+    return effects, information, slow
+
+
+@pytest.mark.parametrize("share", [0.1, 0.15, 0.2])
+def test_slow_nodes_on_equal_hardware_do_not_shrink_their_own_z(share: float) -> None:
+    rng = np.random.default_rng(21)
+    shrink, untrimmed = [], []
+    for _ in range(40):
+        effects, information, slow = cluster(rng, share)
+        # the factor a slow node's z is divided by when judged against the spread: sqrt(1 + tau^2 information)
+        shrink += list(np.sqrt(1.0 + node_spread(effects, information) * information[:slow]))
+        untrimmed += list(np.sqrt(1.0 + node_spread(effects, information, trim_z=math.inf) * information[:slow]))
+    assert np.mean(shrink) < 1.06, np.mean(shrink)  # at most a few per cent of a slow node's z
+    assert np.mean(untrimmed) > np.mean(shrink) + 0.03  # the untrimmed estimate took the slow nodes as spread
+
+
+@pytest.mark.parametrize("share", [0.0, 0.15])
+def test_healthy_hardware_of_three_speeds_still_gets_its_spread(share: float) -> None:
+    rng = np.random.default_rng(22)
+    taus = [node_spread(*cluster(rng, share, generations=0.2)[:2]) ** 0.5 for _ in range(40)]
+    # the generations' true spread is 0.2 * sqrt(2/3) = 0.163 (a three-point mix reads a little wider by its MAD);
+    # trimming the slow nodes does not trim the healthy generations away
+    assert np.percentile(taus, 5) > 0.14, taus
+    if share == 0.0:
+        assert np.percentile(taus, 95) < 0.25, taus
+
+
+def test_equal_nodes_of_very_unequal_information_show_no_spread() -> None:
+    rng = np.random.default_rng(23)
+    information = np.repeat([400.0, 10.0], 50)
+    taus = [node_spread(rng.normal(0.0, 1.0, 100) / np.sqrt(information), information) ** 0.5 for _ in range(40)]
+    assert np.mean(taus) < 0.03, taus
