@@ -60,6 +60,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     clear_on_revoke(app, idle, TOPICS)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     waiting: set[int] = set()  # partitions warned about waiting for job events
+    released: set[int] = set()  # partitions whose held events the timer stepped since their last checkpoint
 
     if settings.prediction_node_view:  # None (the default) is off on the Faust worker, as on an `all` worker
         from streams.engine.view import NodeView
@@ -87,7 +88,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         flags += release_predictions_if_idle(idle, slot.state)
         warn_once_if_waiting(slot.state, wiring.job_idle_timeout_us, waiting)
         await publish(flags)
-        if slot.checkpointer.held >= CHECKPOINT_EVERY:
+        if slot.checkpointer.held >= CHECKPOINT_EVERY or slot.partition in released:
+            released.discard(slot.partition)
             await slot.save(stream, outputs)
 
     @app.agent(wiring.task_events, name="predict_stragglers")
@@ -104,9 +106,14 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     await step(stream, slot, events)
 
     async def release_all() -> None:
-        # Flags released here are sent now; the agent's next checkpoint covers them (a timer may not checkpoint).
+        # Flags released here are sent now; a timer may not checkpoint, so the partition's next batch does (not
+        # its 2,000th record: until then a restart from the last checkpoint releases and publishes them again).
         for slot in states.slots():
-            await publish(release_predictions_if_idle(idle, slot.state))
+            pending = slot.state.pending
+            flags = release_predictions_if_idle(idle, slot.state)
+            if slot.state.pending != pending:
+                released.add(slot.partition)
+            await publish(flags)
 
     idle_timer(app, idle, lock, "release_idle_job_streams_for_predictions", release_all)
     return predict_stragglers

@@ -161,9 +161,13 @@ class NormaliseHost(Host[NormalizeStage]):
             send(feed, self.cluster_id, emitted.progress)
 
     def tick(self) -> None:
-        """Release the job streams that held their partition back too long (the agent's idleness timer)."""
+        """Release the job streams that held their partition back too long (the agent's idleness timer); a slot
+        that released something is ``dirty`` (its checkpoint is due)."""
         for slot in self.slots.values():
-            self.emit(release_job_stream_if_idle(self.idle, slot.state))
+            released = release_job_stream_if_idle(self.idle, slot.state)
+            if released.samples or released.summaries or released.progress is not None:
+                slot.dirty = True
+            self.emit(released)
 
     def forget(self) -> None:
         self.slots.clear()
@@ -209,9 +213,14 @@ class PredictHost(Host[PredictStage]):
             metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
 
     def tick(self) -> None:
-        """Predict past the job streams that held their partition back too long (the agent's idleness timer)."""
+        """Predict past the job streams that held their partition back too long (the agent's idleness timer); a
+        slot whose fleet stepped held events is ``dirty``: unsaved, the next owner would flag them again."""
         for slot in self.slots.values():
-            self.send(release_predictions_if_idle(self.idle, slot.state))
+            pending = slot.state.pending
+            flags = release_predictions_if_idle(self.idle, slot.state)
+            if slot.state.pending != pending:
+                slot.dirty = True
+            self.send(flags)
 
     def forget(self) -> None:
         self.slots.clear()
@@ -268,9 +277,13 @@ class RankHost(Host[PublishedRanking]):
             log.warning(warning)
 
     def tick(self) -> None:
-        """Rank without the normalising partitions that held the ranking back too long (the agent's timer)."""
+        """Rank without the normalising partitions that held the ranking back too long (the agent's timer); a
+        slot that published is ``dirty``."""
         for slot in self.slots.values():
-            self.publish(slot.state, rank_without_idle(self.idle, slot.state))
+            publications = rank_without_idle(self.idle, slot.state)
+            if publications:
+                slot.dirty = True
+            self.publish(slot.state, publications)
 
     def forget(self) -> None:
         self.slots.clear()
