@@ -12,7 +12,8 @@ The cost is time. A checkpoint is predicted on once the job stream has passed it
 late as the job stream lags behind the task stream: in a catch-up, the read skew between the two topics; live,
 with job events only when jobs start and end, until the partition's next job event, or until the shell
 declares the silent job stream idle (``mark_job_stream_idle``, the same wall-clock rule as the statistics'
-``streams.agents.idle_rules``; ``holds_progress`` tells it when task events wait). A source without job events
+``streams.agents.idle_rules``; ``holds_progress`` tells it when task events wait, ``job_events`` whether the job
+stream still sends: a job stream that sends is late, not silent). A source without job events
 (``wait_for_job_events`` off) waits for nothing until its first one; a trace read in event-time order in-process
 (``time_ordered``) waits only for the events of its latest timestamp.
 
@@ -70,6 +71,11 @@ class PredictStage:
     def job_stream_lag_us(self) -> int:
         """How far the task events have run ahead of what can be stepped (the job stream holds them back)."""
         return self._merge.job_stream_lag_us
+
+    @property
+    def job_events(self) -> int:
+        """Job events received since made or restored: a change tells the shell's idle rule the stream sends."""
+        return self._merge.job_events
 
     @property
     def holds_progress(self) -> bool:
