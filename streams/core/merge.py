@@ -158,6 +158,7 @@ class MergeBuffer:
         self._task_watermark = int(state["task_watermark"])
         self._job_watermark = None if state["job_watermark"] is None else int(state["job_watermark"])
         self._applied = int(state["applied"])
+        self._job_events = 0
         self._job_idle = False  # idleness is a wall-clock judgement: a restarted shell makes it again
 
 

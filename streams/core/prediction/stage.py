@@ -39,7 +39,7 @@ from streams.core.merge import MergeBuffer
 from streams.core.prediction.fleet import PredictorFleet
 
 # 1: the merge buffer's held events and watermarks beside the fleet's snapshot. What the prediction agents saved
-# before (the fleet's snapshot alone) is not this envelope: a cold start with a warning.
+# before (the fleet's snapshot alone) is restored into the fleet with an empty merge buffer (``migrated``).
 SNAPSHOT_VERSION = 1
 KIND = "laggard.predict-stage"
 
@@ -115,9 +115,32 @@ class PredictStage:
                 "fleet": self.fleet.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Continue from ``snapshot()``; another envelope (or fleet) is a ValueError: the caller starts cold."""
-        if state.get("kind") != KIND or state.get("version") != SNAPSHOT_VERSION:
-            raise ValueError(f"prediction snapshot {state.get('kind')!r} version {state.get('version')!r} is not "
-                             f"{KIND!r} version {SNAPSHOT_VERSION}")
-        self.fleet.restore(state["fleet"])  # checks its own version and method before changing anything
-        self._merge.restore(state["merge"])
+        """Continue from ``snapshot()``, or from what the prediction agents saved before their events were merged:
+        the fleet's snapshot alone (``migrated``). Both parts are read into new objects first, so a snapshot of
+        another kind, version or method, or a malformed one, is a ValueError that changes nothing: the caller
+        starts cold."""
+        fleet = PredictorFleet(self.fleet.method, self.fleet.context, self.fleet.job_idle_timeout_us)
+        merge = MergeBuffer(self._merge.wait_for_job_events, self._merge.time_ordered)
+        try:
+            if migrated(state):
+                fleet.restore(state)  # its version and method are checked: an older fleet is a cold start
+            elif state.get("kind") == KIND and state.get("version") == SNAPSHOT_VERSION:
+                fleet.restore(state["fleet"])
+                merge.restore(state["merge"])
+            else:
+                raise ValueError(f"prediction snapshot {state.get('kind')!r} version {state.get('version')!r} is "
+                                 f"not {KIND!r} version {SNAPSHOT_VERSION}")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed prediction snapshot ({type(exc).__name__}: {exc})") from exc
+        self.fleet, self._merge = fleet, merge
+
+
+def migrated(state: dict[str, Any]) -> bool:
+    """Whether ``state`` is a prediction checkpoint from before the merge buffer: a ``PredictorFleet`` snapshot
+    alone. That fleet stepped every event its checkpoint's offsets cover, in poll order, and held none back:
+    it continues exactly with an empty merge buffer (the events after those offsets are merged from then on).
+
+    >>> migrated({"version": 2, "method": "select", "cluster": None, "jobs": []}), migrated({"kind": KIND})
+    (True, False)
+    """
+    return "kind" not in state and "jobs" in state and "method" in state

@@ -123,13 +123,28 @@ def test_a_restart_mid_stream_changes_no_flag(events: list[Event]) -> None:
     assert keys(flags + worker_flags(second, arrived[cut:])) == expected
 
 
-def test_a_snapshot_of_another_shape_is_refused_for_a_cold_start(events: list[Event]) -> None:
+def test_an_old_fleet_snapshot_continues_and_a_malformed_one_changes_nothing(events: list[Event]) -> None:
+    old = fleet("select")  # what a prediction worker ran before its events were merged
+    for event in events[:3000]:
+        old.step(event)
+    upgraded = PredictStage(fleet("select"), time_ordered=True)
+    upgraded.restore(json.loads(json.dumps(old.snapshot())))  # what its checkpoints held
+    assert upgraded.fleet.running_jobs == old.running_jobs > 0 and upgraded.pending == 0
+    expected = keys([flag for event in events[3000:] if (flag := old.step(event)) is not None])
+    assert expected and keys(worker_flags(upgraded, events[3000:])) == expected, "it continues where it was"
     stage = PredictStage(fleet("select"))
     stage.process_batch(events[:300])
-    with pytest.raises(ValueError, match="prediction snapshot"):
-        PredictStage(fleet("select")).restore(stage.fleet.snapshot())  # what prediction checkpoints held before
     with pytest.raises(ValueError, match="does not match"):
         PredictStage(fleet("hazard")).restore(stage.snapshot())  # another method
+    resumed = PredictStage(fleet("select"))
+    resumed.restore(stage.snapshot())
+    before = json.dumps(resumed.snapshot())
+    good = stage.snapshot()
+    for broken in ({**good, "merge": {"pending": []}},  # a part missing
+                   {**good, "fleet": {**good["fleet"], "jobs": [["job", 1]]}}):  # a part of another shape
+        with pytest.raises(ValueError):
+            resumed.restore(broken)
+        assert json.dumps(resumed.snapshot()) == before, "a refused snapshot changed the stage"
 
 
 def test_a_job_stream_that_keeps_sending_is_not_declared_idle(events: list[Event]) -> None:
