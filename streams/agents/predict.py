@@ -31,11 +31,12 @@ from streams.agents.idleness import (
 from streams.config import prediction_context
 from streams.core.events import Event, StragglerPrediction
 from streams.core.prediction.fleet import PredictorFleet
-from streams.core.prediction.stage import PredictStage
+from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
 
-CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional
+CHECKPOINT_EVERY = 2000  # River models are pickled at a checkpoint: keep it occasional (at least: see
+# predict_checkpoint_due_after)
 BATCH_MAX = 2000
 BATCH_WITHIN_S = 0.05
 TOPICS = (TASK_EVENTS.name, JOB_EVENTS.name)
@@ -88,7 +89,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         flags += release_predictions_if_idle(idle, slot.state)
         warn_once_if_waiting(slot.state, wiring.job_idle_timeout_us, waiting)
         await publish(flags)
-        if slot.checkpointer.held >= CHECKPOINT_EVERY or slot.partition in released:
+        due = predict_checkpoint_due_after(slot.state.pending, CHECKPOINT_EVERY)
+        if slot.checkpointer.held >= due or slot.partition in released:
             released.discard(slot.partition)
             await slot.save(stream, outputs)
 

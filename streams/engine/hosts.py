@@ -26,7 +26,7 @@ from streams.agents.records import dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
 from streams.core.events import Event, StragglerPrediction
 from streams.core.prediction.fleet import PredictorFleet
-from streams.core.prediction.stage import PredictStage
+from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankStage
@@ -38,7 +38,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 S = TypeVar("S", bound=Stateful)
 NORMALISE_CHECKPOINT_EVERY = 5000  # the agents' rules (streams.agents.normalise, predict, rank)
-PREDICT_CHECKPOINT_EVERY = 2000
+PREDICT_CHECKPOINT_EVERY = 2000  # records, at least: see predict_checkpoint_due_after
 RANK_CHECKPOINT_EVERY = 20000
 
 
@@ -205,7 +205,7 @@ class PredictHost(Host[PredictStage]):
         flags += release_predictions_if_idle(self.idle, stage)
         warn_once_if_waiting(stage, self.job_idle_timeout_us, self.waiting)
         self.send(flags)
-        return slot.held >= PREDICT_CHECKPOINT_EVERY
+        return slot.held >= predict_checkpoint_due_after(stage.pending, PREDICT_CHECKPOINT_EVERY)
 
     def send(self, flags: list[StragglerPrediction]) -> None:
         for prediction in flags:

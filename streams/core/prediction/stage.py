@@ -144,3 +144,17 @@ def migrated(state: dict[str, Any]) -> bool:
     (True, False)
     """
     return "kind" not in state and "jobs" in state and "method" in state
+
+
+def predict_checkpoint_due_after(pending: int, every: int) -> int:
+    """How many records a prediction state takes between checkpoints: ``every``, or half the events its merge
+    buffer holds if more. A checkpoint writes every held event (about 49 bytes each); in a catch-up the buffer
+    grows by what the job stream lags, and a checkpoint every ``every`` records rewrote it each time, a cost
+    growing with the square of the backlog. Taking at least as many records as were held at the last checkpoint
+    (``pending - held``, that is ``held >= pending / 2``) keeps the total written under twice what was read.
+
+    >>> predict_checkpoint_due_after(300, 2000), predict_checkpoint_due_after(10_000, 2000)
+    (2000, 5000)
+    """
+    return max(every, pending // 2)
+

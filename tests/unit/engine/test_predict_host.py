@@ -135,3 +135,19 @@ def test_an_unreadable_checkpoint_is_a_cold_start_with_a_warning(events: list[Ev
     resumed = PredictHost(Settings(prediction_method=METHOD), Sent())  # type: ignore[arg-type]
     resumed.load({0}, {"predict:0": pack(stage.snapshot(), {"task-events:0": 5})})
     assert resumed.slots[0].offsets == {"task-events:0": 5}
+
+
+def test_a_catch_up_behind_the_job_stream_writes_checkpoints_linear_in_what_it_read(events: list[Event]) -> None:
+    """Task events read ahead of a job stream still unread pile up in the merge buffer, and every checkpoint
+    writes all of them (~49 bytes each; 680 k exceed the checkpoint topic's 32 MB)."""
+    tasks = [e for e in events if not is_job_event(e)] * 4  # a long catch-up: the job events come later
+    predict = host(Sent(), wait_for_job_events=True)
+    slot, written, checkpoints = predict.slots[0], 0, 0
+    for start in range(0, len(tasks), 500):
+        records = [Decoded(Raw("task-events", 0, i), e, None) for i, e in enumerate(tasks[start:start + 500], start)]
+        if predict.take(0, records):
+            written += slot.state.pending  # what the checkpoint holds
+            checkpoints += 1
+            slot.held = 0  # queued (Checkpoints.queue)
+    assert slot.state.pending == len(tasks) and checkpoints >= 3
+    assert written <= 2 * len(tasks), f"{checkpoints} checkpoints wrote {written} held events for {len(tasks)} read"
