@@ -129,6 +129,12 @@ class MergeBuffer:
         self._applied = self.watermark
         return self._applied
 
+    def advance_past_all(self) -> int:
+        """End of a finite source: fix the watermark past every event seen (``end_us``), and return it. It does
+        not go back: an event after this one is late and released at once, not held behind the ones released."""
+        self._applied = max(self._applied, self.end_us)
+        return self._applied
+
     def next_ts(self) -> int | None:
         """The time of the next event in the merged order (None: nothing held)."""
         return self._pending[0][0] if self._pending else None

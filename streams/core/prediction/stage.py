@@ -99,8 +99,9 @@ class PredictStage:
         return self._step(self._merge.advance())
 
     def flush(self) -> list[StragglerPrediction]:
-        """End of a finite trace: step everything still held."""
-        return self._step(self._merge.end_us)
+        """End of a finite trace: step everything still held; the watermark stays past it (an event after the
+        flush is stepped at once, as one behind the watermark always is)."""
+        return self._step(self._merge.advance_past_all())
 
     def _step(self, before: int) -> list[StragglerPrediction]:
         flags = []

@@ -172,3 +172,15 @@ def test_a_job_stream_that_keeps_sending_is_not_declared_idle(events: list[Event
             silences.append(now[0] - last_job)
     assert silences and min(silences) >= 60.0, f"idle {len(silences)}x, {sorted(silences)[:5]} s after a job event"
     assert keys(flags + stage.flush()) == in_time_order("spark-q0.75-m1.5", events)
+
+
+def test_an_event_after_a_flush_is_stepped_at_once(events: list[Event]) -> None:
+    """A flush steps everything held: the watermark stays past it, so a straggling event is not held behind
+    events already stepped, waiting for a job stream that has ended."""
+    tasks = [event for event in events[:2000] if not is_job_event(event)]
+    late = tasks.pop(len(tasks) // 2)  # read after the flush
+    stage = PredictStage(fleet("spark-q0.75-m1.5"), wait_for_job_events=True)
+    stage.process_batch(tasks)
+    stage.flush()
+    stage.process(late)
+    assert stage.pending == 0 and stage.watermark > tasks[-1].ts_us
