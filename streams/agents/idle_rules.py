@@ -197,6 +197,16 @@ def release_predictions_if_idle(idle: IdleClock, stage: PredictStage) -> list[St
     return stage.mark_job_stream_idle()
 
 
+def warn_if_flags_may_never_come(idle_stream_timeout_s: float, wait_for_job_events: bool) -> None:
+    """Say at start-up what a strict order costs prediction: task events wait for the job stream to pass their
+    time, and ``LAGGARD_IDLE_STREAM_TIMEOUT_S=0`` never declares a silent one idle, so a partition whose job
+    events stop (or a source with none) gets no prediction at all. A valid choice where job events keep coming,
+    hence a warning, not a refusal."""
+    if idle_stream_timeout_s <= 0 and wait_for_job_events:
+        log.warning("LAGGARD_IDLE_STREAM_TIMEOUT_S=0 with LAGGARD_WAIT_FOR_JOB_EVENTS=true: a flag waits until its "
+                    "partition's next job event, and a partition whose job stream is silent gets none")
+
+
 def warn_once_if_waiting(stage: WaitsForJobEvents, job_idle_timeout_us: int, warned: set[int]) -> None:
     """One warning per partition whose task events wait for job events longer than the job idle timeout."""
     if stage.job_stream_lag_us <= job_idle_timeout_us or stage.partition in warned:

@@ -20,6 +20,7 @@ from streams.agents.idle_rules import (
     rank_without_idle,
     release_job_stream_if_idle,
     release_predictions_if_idle,
+    warn_if_flags_may_never_come,
     warn_once_if_waiting,
 )
 from streams.agents.records import dead_letter, published, reason_to_refuse
@@ -185,6 +186,7 @@ class PredictHost(Host[PredictStage]):
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
         self.job_idle_timeout_us = timeout_us = job_idle_timeout_us(settings)
         self.waiting: set[int] = set()
+        warn_if_flags_may_never_come(settings.idle_stream_timeout_s, settings.wait_for_job_events)
         # Built once before consuming: the method's first build imports its libraries (River: seconds).
         PredictorFleet(settings.prediction_method, context, timeout_us)
 

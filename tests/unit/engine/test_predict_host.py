@@ -151,3 +151,11 @@ def test_a_catch_up_behind_the_job_stream_writes_checkpoints_linear_in_what_it_r
             slot.held = 0  # queued (Checkpoints.queue)
     assert slot.state.pending == len(tasks) and checkpoints >= 3
     assert written <= 2 * len(tasks), f"{checkpoints} checkpoints wrote {written} held events for {len(tasks)} read"
+
+
+def test_a_strict_order_says_at_start_that_a_silent_job_stream_gets_no_flag(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        PredictHost(Settings(prediction_method=METHOD), Sent())  # type: ignore[arg-type]
+        assert "IDLE_STREAM_TIMEOUT_S=0" not in caplog.text
+        PredictHost(Settings(prediction_method=METHOD, idle_stream_timeout_s=0), Sent())  # type: ignore[arg-type]
+    assert caplog.text.count("IDLE_STREAM_TIMEOUT_S=0") == 1 and "gets none" in caplog.text
