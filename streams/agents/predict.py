@@ -1,7 +1,9 @@
 """Agent ``predict_stragglers``: task and job events in (by job), StragglerPrediction records out (SPEC 4).
 
-Delivery is at least once: after a crash the events since the last checkpoint are seen again, and a task
-flagged in that stretch may be published a second time (consumers key predictions by job and task). Otherwise a
+Delivery is at least once: after a crash, or a rebalance (a revoked partition's state is forgotten without a
+checkpoint: Faust lets only the stream write tables), the events since the last checkpoint are seen again, and a
+task flagged in that stretch may be published a second time (consumers key predictions by job and task); what
+the idle timer released is checkpointed with the partition's next batch. Otherwise a
 task is flagged once: each partition's events are stepped in their merged order (``PredictStage``), whatever the
 interleaving of task-events and job-events, and a silent job stream is released by the statistics' idle rule.
 
