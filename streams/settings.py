@@ -92,7 +92,9 @@ class Settings(BaseSettings):
         60.0, ge=0, description="wall-clock seconds a silent stream (a partition's job events, or a partition "
                                 "no job hashes to) may hold the ranking back before it is declared idle and "
                                 "ranked without until its next record; records that arrive after that still "
-                                "count, late. 0: wait forever (results strictly independent of arrival order)"
+                                "count, late. Straggler flags wait behind a silent job stream as long. 0: wait "
+                                "forever (results strictly independent of arrival order; a partition whose job "
+                                "events stop gets no flag until the next one, the worker warns at start-up)"
     )
     policy: str = Field("pcores", description="blacklist policy, a name of streams.core.decision.registry.POLICIES")
     min_tasks: int = Field(5, ge=1)

@@ -24,6 +24,9 @@ the consumer never reads cannot hold the ranking forever.
 (False, False, True)
 >>> idle.overdue("p1", blocking=False), idle.blocking_since("p1")
 (False, None)
+>>> sending = IdleClock(60.0, clock=iter([0.0, 50.0, 70.0, 111.0, 130.0]).__next__)
+>>> [sending.overdue("p1", True, sent) for sent in (1, 1, 2, 2, 2)]  # it sent at 70 s: the block starts over
+[False, False, False, False, True]
 >>> backlog = Backlog()
 >>> backlog.assign([("job-events", 0)]); backlog.behind(("job-events", 0))  # position and end unknown yet
 True
@@ -112,14 +115,22 @@ class IdleClock:
         self._clock = clock
         self._since: dict[Hashable, float] = {}  # since when the wall-clock rule runs
         self._first: dict[Hashable, float] = {}  # since when the stream blocks, behind or not
+        self._sent: dict[Hashable, Hashable] = {}  # what the stream had sent when its block (re)started
 
-    def overdue(self, stream: Hashable, blocking: bool) -> bool:
+    def overdue(self, stream: Hashable, blocking: bool, sent: Hashable = None) -> bool:
         """Record whether ``stream`` blocks now; True once it has blocked for ``after_s`` (then it starts over)
-        while not behind (unread records start the wall clock over, for ``allowance_s`` of one block at most)."""
+        while not behind (unread records start the wall clock over, for ``allowance_s`` of one block at most).
+        ``sent``, when given, counts what the stream sent so far: a change means it is not silent, and its
+        block starts over from now (a job stream that keeps sending may still lag behind the task events)."""
         if not blocking or self.after_s <= 0:
             self._since.pop(stream, None)
             self._first.pop(stream, None)
+            self._sent.pop(stream, None)
             return False
+        if sent is not None and self._sent.setdefault(stream, sent) != sent:
+            self._sent[stream] = sent
+            self._since.pop(stream, None)
+            self._first.pop(stream, None)
         now = self._clock()
         first = self._first.setdefault(stream, now)
         if self.behind is not None and now - first < self.allowance_s and self.behind(stream):
@@ -138,6 +149,7 @@ class IdleClock:
     def clear(self) -> None:
         self._since.clear()
         self._first.clear()
+        self._sent.clear()
 
 
 class WaitsForJobEvents(Protocol):
@@ -154,9 +166,10 @@ class WaitsForJobEvents(Protocol):
     def pending(self) -> int: ...
 
 
-def job_stream_overdue(idle: IdleClock, stage: WaitsForJobEvents, held: str) -> bool:
-    """Whether ``stage``'s job stream has held ``held`` back too long (a warning says so when it has)."""
-    if not idle.overdue(stage.partition, stage.holds_progress):
+def job_stream_overdue(idle: IdleClock, stage: WaitsForJobEvents, held: str, sent: Hashable = None) -> bool:
+    """Whether ``stage``'s job stream has held ``held`` back too long (a warning says so when it has); ``sent``:
+    the job events received so far, when a job event ends the block (``IdleClock.overdue``)."""
+    if not idle.overdue(stage.partition, stage.holds_progress, sent):
         return False
     log.warning("partition %d: no job event let %s for %.0f s; they no longer wait for job-events until the "
                 "next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)", stage.partition, held, idle.after_s)
@@ -173,12 +186,25 @@ def release_job_stream_if_idle(idle: IdleClock, stage: NormalizeStage) -> Emitte
 def release_predictions_if_idle(idle: IdleClock, stage: PredictStage) -> list[StragglerPrediction]:
     """The flags a predicting partition raises once its job stream has held its task events back too long.
 
-    Timed from when a task event first waits, so behind a silent job stream a flag waits ``idle.after_s`` (and
-    up to a quarter of it more, between the shell's timer ticks when no record comes); behind a job stream with
-    records unread on the broker (a catch-up), as long as they stay unread, ``allowance_s`` at most."""
-    if not job_stream_overdue(idle, stage, "task events be predicted on"):
+    Timed from when a task event first waits or from the latest job event, whichever came later: live, task
+    events wait behind the job stream almost all the time (job events come only as jobs start and end), and a
+    job stream that keeps sending is late, not silent (timed from the first wait alone, it was declared idle
+    about once a minute, 2-20 s after a job event). So behind a silent job stream a flag waits ``idle.after_s``
+    (and up to a quarter of it more, between the shell's timer ticks when no record comes); behind a job stream
+    with records unread on the broker (a catch-up), as long as they stay unread, ``allowance_s`` at most."""
+    if not job_stream_overdue(idle, stage, "task events be predicted on", stage.job_events):
         return []
     return stage.mark_job_stream_idle()
+
+
+def warn_if_flags_may_never_come(idle_stream_timeout_s: float, wait_for_job_events: bool) -> None:
+    """Say at start-up what a strict order costs prediction: task events wait for the job stream to pass their
+    time, and ``LAGGARD_IDLE_STREAM_TIMEOUT_S=0`` never declares a silent one idle, so a partition whose job
+    events stop (or a source with none) gets no prediction at all. A valid choice where job events keep coming,
+    hence a warning, not a refusal."""
+    if idle_stream_timeout_s <= 0 and wait_for_job_events:
+        log.warning("LAGGARD_IDLE_STREAM_TIMEOUT_S=0 with LAGGARD_WAIT_FOR_JOB_EVENTS=true: a flag waits until its "
+                    "partition's next job event, and a partition whose job stream is silent gets none")
 
 
 def warn_once_if_waiting(stage: WaitsForJobEvents, job_idle_timeout_us: int, warned: set[int]) -> None:

@@ -16,6 +16,7 @@ from streams.agents.idle_rules import IdleClock as IdleClock  # re-exported
 from streams.agents.idle_rules import rank_without_idle as rank_without_idle  # re-exported
 from streams.agents.idle_rules import release_job_stream_if_idle as release_job_stream_if_idle
 from streams.agents.idle_rules import release_predictions_if_idle as release_predictions_if_idle
+from streams.agents.idle_rules import warn_if_flags_may_never_come as warn_if_flags_may_never_come
 from streams.agents.idle_rules import warn_once_if_waiting as warn_once_if_waiting
 from streams.serde.topics import JOB_EVENTS, RANKING_FEED, TASK_EVENTS
 

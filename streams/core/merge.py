@@ -51,6 +51,7 @@ class MergeBuffer:
         self.time_ordered = time_ordered
         self._pending: list[tuple[int, int, int, Event]] = []  # heap of (ts, kind order, arrival, event)
         self._arrivals = 0
+        self._job_events = 0  # received since made or restored: a shell tells a silent job stream by it
         self._task_watermark = -1
         self._job_watermark: int | None = None  # None until a job event is seen
         self._job_idle = False  # the job stream was declared idle and has sent nothing since
@@ -90,6 +91,11 @@ class MergeBuffer:
         return self._job_idle
 
     @property
+    def job_events(self) -> int:
+        """How many job events were received since this buffer was made or restored (not saved)."""
+        return self._job_events
+
+    @property
     def job_stream_lag_us(self) -> int:
         """How far the task events have run ahead of what can be released (the job stream holds them back)."""
         return max(0, self._task_watermark - self.watermark) if self._task_watermark >= 0 else 0
@@ -108,6 +114,7 @@ class MergeBuffer:
         if kind != TASK_KIND:
             self._job_watermark = max(self._job_watermark if self._job_watermark is not None else -1, ts)
             self._job_idle = False
+            self._job_events += 1
         elif ts > self._task_watermark:
             self._task_watermark = ts
         self._arrivals += 1
@@ -120,6 +127,12 @@ class MergeBuffer:
     def advance(self) -> int:
         """Fix the watermark the next releases go up to, and return it."""
         self._applied = self.watermark
+        return self._applied
+
+    def advance_past_all(self) -> int:
+        """End of a finite source: fix the watermark past every event seen (``end_us``), and return it. It does
+        not go back: an event after this one is late and released at once, not held behind the ones released."""
+        self._applied = max(self._applied, self.end_us)
         return self._applied
 
     def next_ts(self) -> int | None:
@@ -151,6 +164,7 @@ class MergeBuffer:
         self._task_watermark = int(state["task_watermark"])
         self._job_watermark = None if state["job_watermark"] is None else int(state["job_watermark"])
         self._applied = int(state["applied"])
+        self._job_events = 0
         self._job_idle = False  # idleness is a wall-clock judgement: a restarted shell makes it again
 
 

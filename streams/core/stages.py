@@ -98,7 +98,6 @@ class NormalizeStage:
         self.partitions = partitions
         self.period_us = period_us
         self.job_idle_timeout_us = job_idle_timeout_us
-        self.wait_for_job_events = wait_for_job_events
         self.window_us = window_us
         self.bucket_us = bucket_width(window_us, period_us) if window_us else period_us
         # Provisional values for the jobs that need them: those gone quiet for a period without ending (sources
@@ -111,6 +110,11 @@ class NormalizeStage:
         self._reported = -1  # last boundary reported as progress
         self._closed: int | None = None  # last boundary whose summary is closed
         self._groups: dict[int, tuple[_Values, _Values]] = {}  # boundary -> (added, withdrawn) values
+
+    @property
+    def wait_for_job_events(self) -> bool:
+        """The merge buffer's: read-only, as it decides the buffer's watermark from the first event on."""
+        return self._merge.wait_for_job_events
 
     @property
     def watermark(self) -> int:

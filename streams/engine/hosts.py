@@ -20,13 +20,14 @@ from streams.agents.idle_rules import (
     rank_without_idle,
     release_job_stream_if_idle,
     release_predictions_if_idle,
+    warn_if_flags_may_never_come,
     warn_once_if_waiting,
 )
 from streams.agents.records import dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
 from streams.core.events import Event, StragglerPrediction
 from streams.core.prediction.fleet import PredictorFleet
-from streams.core.prediction.stage import PredictStage
+from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples
 from streams.core.stages import Emitted, NormalizeStage, RankStage
@@ -38,7 +39,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 S = TypeVar("S", bound=Stateful)
 NORMALISE_CHECKPOINT_EVERY = 5000  # the agents' rules (streams.agents.normalise, predict, rank)
-PREDICT_CHECKPOINT_EVERY = 2000
+PREDICT_CHECKPOINT_EVERY = 2000  # records, at least: see predict_checkpoint_due_after
 RANK_CHECKPOINT_EVERY = 20000
 
 
@@ -161,9 +162,13 @@ class NormaliseHost(Host[NormalizeStage]):
             send(feed, self.cluster_id, emitted.progress)
 
     def tick(self) -> None:
-        """Release the job streams that held their partition back too long (the agent's idleness timer)."""
+        """Release the job streams that held their partition back too long (the agent's idleness timer); a slot
+        that released something is ``dirty`` (its checkpoint is due)."""
         for slot in self.slots.values():
-            self.emit(release_job_stream_if_idle(self.idle, slot.state))
+            released = release_job_stream_if_idle(self.idle, slot.state)
+            if released.samples or released.summaries or released.progress is not None:
+                slot.dirty = True
+            self.emit(released)
 
     def forget(self) -> None:
         self.slots.clear()
@@ -181,6 +186,7 @@ class PredictHost(Host[PredictStage]):
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
         self.job_idle_timeout_us = timeout_us = job_idle_timeout_us(settings)
         self.waiting: set[int] = set()
+        warn_if_flags_may_never_come(settings.idle_stream_timeout_s, settings.wait_for_job_events)
         # Built once before consuming: the method's first build imports its libraries (River: seconds).
         PredictorFleet(settings.prediction_method, context, timeout_us)
 
@@ -201,7 +207,7 @@ class PredictHost(Host[PredictStage]):
         flags += release_predictions_if_idle(self.idle, stage)
         warn_once_if_waiting(stage, self.job_idle_timeout_us, self.waiting)
         self.send(flags)
-        return slot.held >= PREDICT_CHECKPOINT_EVERY
+        return slot.held >= predict_checkpoint_due_after(stage.pending, PREDICT_CHECKPOINT_EVERY)
 
     def send(self, flags: list[StragglerPrediction]) -> None:
         for prediction in flags:
@@ -209,9 +215,14 @@ class PredictHost(Host[PredictStage]):
             metrics.PREDICTOR_FLAGS.labels(prediction.method).inc()
 
     def tick(self) -> None:
-        """Predict past the job streams that held their partition back too long (the agent's idleness timer)."""
+        """Predict past the job streams that held their partition back too long (the agent's idleness timer); a
+        slot whose fleet stepped held events is ``dirty``: unsaved, the next owner would flag them again."""
         for slot in self.slots.values():
-            self.send(release_predictions_if_idle(self.idle, slot.state))
+            pending = slot.state.pending
+            flags = release_predictions_if_idle(self.idle, slot.state)
+            if slot.state.pending != pending:
+                slot.dirty = True
+            self.send(flags)
 
     def forget(self) -> None:
         self.slots.clear()
@@ -268,9 +279,13 @@ class RankHost(Host[PublishedRanking]):
             log.warning(warning)
 
     def tick(self) -> None:
-        """Rank without the normalising partitions that held the ranking back too long (the agent's timer)."""
+        """Rank without the normalising partitions that held the ranking back too long (the agent's timer); a
+        slot that published is ``dirty``."""
         for slot in self.slots.values():
-            self.publish(slot.state, rank_without_idle(self.idle, slot.state))
+            publications = rank_without_idle(self.idle, slot.state)
+            if publications:
+                slot.dirty = True
+            self.publish(slot.state, publications)
 
     def forget(self) -> None:
         self.slots.clear()

@@ -52,6 +52,10 @@ class Slot(Generic[S]):
     offsets: dict[str, int] = field(default_factory=dict)  # "topic:partition" -> last offset processed
     saved: dict[str, int] = field(default_factory=dict)  # the same, as of the last acknowledged checkpoint
     held: int = 0  # records processed since that checkpoint
+    # Changed since its last checkpoint without a record: a host's timer released what the state held (flags a
+    # silent job stream held back). ``held`` does not count that, and a revocation or a stop that checkpointed
+    # only held states let the next owner release, and publish, the same again.
+    dirty: bool = False
 
     def covered(self, topic: str, partition: int, offset: int) -> bool:
         """True when this state already includes the record (read again after a restart or a rebalance)."""
@@ -64,7 +68,12 @@ class Slot(Generic[S]):
     def saved_now(self) -> None:
         """The checkpoint of the current offsets is acknowledged."""
         self.saved = dict(self.offsets)
-        self.held = 0
+        self.held, self.dirty = 0, False
+
+    @property
+    def unsaved(self) -> bool:
+        """Whether the state changed since its last queued checkpoint (records processed, or a timer's release)."""
+        return self.held > 0 or self.dirty
 
 
 class Outbox:
@@ -189,7 +198,7 @@ class Checkpoints:
             flights[-1] = flight  # the newer covers all the older did
         else:
             flights.append(flight)
-        slot.held = 0
+        slot.held, slot.dirty = 0, False
 
     def advance(self) -> bool:
         """Send what may be sent, save what was acknowledged; True when some state's saved offsets moved."""

@@ -234,6 +234,9 @@ class DirectWorker:
         for host in (self.normalise, self.predict, self.rank):
             if host is not None:
                 host.tick()
+        # What a timer released is checkpointed as what a record released is: else a restart, a rebalance or a
+        # stop before the next due checkpoint makes the next owner release, and publish, it again.
+        self.checkpoint([slot for slot in self.slots() if slot.dirty])
 
     # --- checkpoints and offsets ---------------------------------------------------------------------------
 
@@ -292,8 +295,8 @@ class DirectWorker:
     # --- rebalances ----------------------------------------------------------------------------------------
 
     def revoked(self) -> None:
-        """Checkpoint every state that processed something since its last checkpoint, commit, forget them."""
-        self.checkpoint_now([slot for slot in self.slots() if slot.held])
+        """Checkpoint every state that changed since its last checkpoint, commit, forget them."""
+        self.checkpoint_now([slot for slot in self.slots() if slot.unsaved])
         self.forget()
 
     def forget(self) -> None:
@@ -345,7 +348,7 @@ class DirectWorker:
         """A last checkpoint (after a clean stop only), a clean leave from the group, the producer closed."""
         try:
             if checkpoint and self.assigned:
-                self.checkpoint_now([slot for slot in self.slots() if slot.held])
+                self.checkpoint_now([slot for slot in self.slots() if slot.unsaved])
         finally:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now

@@ -12,7 +12,8 @@ The cost is time. A checkpoint is predicted on once the job stream has passed it
 late as the job stream lags behind the task stream: in a catch-up, the read skew between the two topics; live,
 with job events only when jobs start and end, until the partition's next job event, or until the shell
 declares the silent job stream idle (``mark_job_stream_idle``, the same wall-clock rule as the statistics'
-``streams.agents.idle_rules``; ``holds_progress`` tells it when task events wait). A source without job events
+``streams.agents.idle_rules``; ``holds_progress`` tells it when task events wait, ``job_events`` whether the job
+stream still sends: a job stream that sends is late, not silent). A source without job events
 (``wait_for_job_events`` off) waits for nothing until its first one; a trace read in event-time order in-process
 (``time_ordered``) waits only for the events of its latest timestamp.
 
@@ -38,7 +39,7 @@ from streams.core.merge import MergeBuffer
 from streams.core.prediction.fleet import PredictorFleet
 
 # 1: the merge buffer's held events and watermarks beside the fleet's snapshot. What the prediction agents saved
-# before (the fleet's snapshot alone) is not this envelope: a cold start with a warning.
+# before (the fleet's snapshot alone) is restored into the fleet with an empty merge buffer (``migrated``).
 SNAPSHOT_VERSION = 1
 KIND = "laggard.predict-stage"
 
@@ -72,6 +73,11 @@ class PredictStage:
         return self._merge.job_stream_lag_us
 
     @property
+    def job_events(self) -> int:
+        """Job events received since made or restored: a change tells the shell's idle rule the stream sends."""
+        return self._merge.job_events
+
+    @property
     def holds_progress(self) -> bool:
         """Whether task events wait for the job stream (the shell's idle rule times such a wait)."""
         return self._merge.job_stream_lag_us > 0
@@ -93,8 +99,9 @@ class PredictStage:
         return self._step(self._merge.advance())
 
     def flush(self) -> list[StragglerPrediction]:
-        """End of a finite trace: step everything still held."""
-        return self._step(self._merge.end_us)
+        """End of a finite trace: step everything still held; the watermark stays past it (an event after the
+        flush is stepped at once, as one behind the watermark always is)."""
+        return self._step(self._merge.advance_past_all())
 
     def _step(self, before: int) -> list[StragglerPrediction]:
         flags = []
@@ -109,9 +116,46 @@ class PredictStage:
                 "fleet": self.fleet.snapshot()}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Continue from ``snapshot()``; another envelope (or fleet) is a ValueError: the caller starts cold."""
-        if state.get("kind") != KIND or state.get("version") != SNAPSHOT_VERSION:
-            raise ValueError(f"prediction snapshot {state.get('kind')!r} version {state.get('version')!r} is not "
-                             f"{KIND!r} version {SNAPSHOT_VERSION}")
-        self.fleet.restore(state["fleet"])  # checks its own version and method before changing anything
-        self._merge.restore(state["merge"])
+        """Continue from ``snapshot()``, or from what the prediction agents saved before their events were merged:
+        the fleet's snapshot alone (``migrated``). Both parts are read into new objects first, so a snapshot of
+        another kind, version or method, or a malformed one, is a ValueError that changes nothing: the caller
+        starts cold."""
+        fleet = PredictorFleet(self.fleet.method, self.fleet.context, self.fleet.job_idle_timeout_us)
+        merge = MergeBuffer(self._merge.wait_for_job_events, self._merge.time_ordered)
+        try:
+            if migrated(state):
+                fleet.restore(state)  # its version and method are checked: an older fleet is a cold start
+            elif state.get("kind") == KIND and state.get("version") == SNAPSHOT_VERSION:
+                fleet.restore(state["fleet"])
+                merge.restore(state["merge"])
+            else:
+                raise ValueError(f"prediction snapshot {state.get('kind')!r} version {state.get('version')!r} is "
+                                 f"not {KIND!r} version {SNAPSHOT_VERSION}")
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed prediction snapshot ({type(exc).__name__}: {exc})") from exc
+        self.fleet, self._merge = fleet, merge
+
+
+def migrated(state: dict[str, Any]) -> bool:
+    """Whether ``state`` is a prediction checkpoint from before the merge buffer: a ``PredictorFleet`` snapshot
+    alone. That fleet stepped every event its checkpoint's offsets cover, in poll order, and held none back:
+    it continues exactly with an empty merge buffer (the events after those offsets are merged from then on).
+
+    >>> migrated({"version": 2, "method": "select", "cluster": None, "jobs": []}), migrated({"kind": KIND})
+    (True, False)
+    """
+    return "kind" not in state and "jobs" in state and "method" in state
+
+
+def predict_checkpoint_due_after(pending: int, every: int) -> int:
+    """How many records a prediction state takes between checkpoints: ``every``, or half the events its merge
+    buffer holds if more. A checkpoint writes every held event (about 49 bytes each); in a catch-up the buffer
+    grows by what the job stream lags, and a checkpoint every ``every`` records rewrote it each time, a cost
+    growing with the square of the backlog. Taking at least as many records as were held at the last checkpoint
+    (``pending - held``, that is ``held >= pending / 2``) keeps the total written under twice what was read.
+
+    >>> predict_checkpoint_due_after(300, 2000), predict_checkpoint_due_after(10_000, 2000)
+    (2000, 5000)
+    """
+    return max(every, pending // 2)
+

@@ -1,6 +1,7 @@
-"""The direct engine's prediction host flags each task once however the consumer interleaves a partition's two
-topics, releases a silent job stream on its timer, and starts cold (with a warning) from a checkpoint of the
-fleet alone, what it saved before its events were merged."""
+"""The direct engine's prediction host flags what time order flags however the consumer interleaves a partition's
+two topics (none twice, none missed), releases a silent job stream on its timer, and continues from a checkpoint
+of the fleet alone, what it saved before its events were merged (an unreadable checkpoint is a cold start with a
+warning)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from streams.core.events import Event, JobFinish, JobStart, StragglerPrediction
 from streams.core.prediction.fleet import PredictorFleet
 from streams.engine.hosts import Decoded, PredictHost
 from streams.settings import Settings
+from tests.unit.pipeline.test_predict_order import in_time_order, is_job_event, keys, skewed
 
 TRACE = "synthetic:nodes=20,slow=2,jobs=60,checkpoints=4,seed=102"
-METHOD = "spark-q0.75-m1.5"
+METHOD = "select"  # the default method, and the one the poll order changes most
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,16 @@ class Sent:
         return [(r.job_id, r.task_id) for topic, r in self.records if isinstance(r, StragglerPrediction)]
 
 
-def polled(events: list[Event], job_lead: int) -> list[Decoded]:
-    """A partition's records as a consumer may fetch them: each topic in order, job-events ``job_lead`` records
-    ahead of task-events."""
-    jobs = [e for e in events if isinstance(e, (JobStart, JobFinish))]
-    tasks = [e for e in events if not isinstance(e, (JobStart, JobFinish))]
-    order = sorted([(i - job_lead, 0, i, "job-events", e) for i, e in enumerate(jobs)]
-                   + [(i * len(jobs) // len(tasks), 1, i, "task-events", e) for i, e in enumerate(tasks)])
-    return [Decoded(Raw(topic, 0, offset), event, None) for _, _, offset, topic, event in order]
+def polled(events: list[Event], skew: int) -> list[Decoded]:
+    """A partition's records as a consumer may fetch them: each topic in its own order, every job event ``skew``
+    task events later (negative: earlier) than its place in time order (``test_predict_order.skewed``)."""
+    offsets = {"task-events": 0, "job-events": 0}
+    records = []
+    for event in skewed(events, skew):
+        topic = "job-events" if is_job_event(event) else "task-events"
+        records.append(Decoded(Raw(topic, 0, offsets[topic]), event, None))
+        offsets[topic] += 1
+    return records
 
 
 def host(sent: Sent, **settings: Any) -> PredictHost:
@@ -69,18 +73,19 @@ def events() -> list[Event]:
     return list(open_trace(TRACE))
 
 
-def test_each_task_is_flagged_once_whatever_the_interleaving(events: list[Event]) -> None:
-    fleet = PredictorFleet(METHOD)
-    in_order = [(p.job_id, p.task_id) for e in events if (p := fleet.step(e)) is not None]
-    for lead in (-300, 300):  # job events fetched after, then before, the task events of their time
-        sent = Sent()
-        predict = host(sent)
-        records = polled(events, lead)
-        for start in range(0, len(records), 500):
-            predict.take(0, records[start:start + 500])
-        sent_flags = sent.flags() + [(p.job_id, p.task_id) for p in predict.slots[0].state.flush()]
-        assert max(Counter(sent_flags).values()) == 1
-        assert sorted(sent_flags) == sorted(in_order)
+@pytest.mark.parametrize("skew", [-2000, -500, 500, 2000])  # job events fetched early, then late
+def test_the_flags_of_time_order_whatever_the_interleaving(events: list[Event], skew: int) -> None:
+    expected = in_time_order(METHOD, events)
+    sent = Sent()
+    predict = host(sent)
+    records = polled(events, skew)
+    for start in range(0, len(records), 500):
+        predict.take(0, records[start:start + 500])
+    flags = [record for topic, record in sent.records if isinstance(record, StragglerPrediction)]
+    got = keys(flags + predict.slots[0].state.flush())
+    twice = [flag for flag, n in Counter(flag[:3] for flag in got).items() if n > 1]
+    assert not twice, f"{len(twice)} tasks flagged twice"
+    assert got == expected, f"{len(set(expected) - set(got))} missing, {len(set(got) - set(expected))} extra"
 
 
 def test_the_timer_releases_a_silent_job_stream(events: list[Event]) -> None:
@@ -97,17 +102,60 @@ def test_the_timer_releases_a_silent_job_stream(events: list[Event]) -> None:
     assert len(sent.flags()) > 100
 
 
-def test_a_checkpoint_of_the_fleet_alone_is_a_cold_start_with_a_warning(events: list[Event],
-                                                                        caplog: pytest.LogCaptureFixture) -> None:
-    fleet = PredictorFleet(METHOD)
+def test_a_checkpoint_of_the_fleet_alone_continues_where_it_was(events: list[Event],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """After an upgrade the host neither replays the log nor flags it again: the old fleet stepped every event
+    its offsets cover."""
+    old = PredictorFleet(METHOD)  # what a prediction worker ran before its events were merged
     for event in events[:2000]:
-        fleet.step(event)
-    sent = Sent()
-    predict = PredictHost(Settings(prediction_method=METHOD), sent)  # type: ignore[arg-type]
+        old.step(event)
+    records = polled(events, 0)
+    offsets = {f"{r.raw.topic}:0": r.raw.offset for r in records[:2000]}
+    predict = host(Sent())
     with caplog.at_level(logging.WARNING):
-        predict.load({0}, {"predict:0": pack(fleet.snapshot(), {"task-events:0": 1999})})
+        predict.load({0}, {"predict:0": pack(old.snapshot(), offsets)})
+    assert "cold start" not in caplog.text
+    slot = predict.slots[0]
+    assert slot.offsets == offsets and slot.state.fleet.running_jobs == old.running_jobs > 0
+    expected = [(p.job_id, p.task_id) for e in events[2000:] if (p := old.step(e)) is not None]
+    predict.take(0, records)  # the consumer sought past the offsets; records read again are skipped
+    assert predict.outbox.flags() + [(p.job_id, p.task_id) for p in slot.state.flush()] == expected
+
+
+def test_an_unreadable_checkpoint_is_a_cold_start_with_a_warning(events: list[Event],
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    stage = host(Sent()).slots[0].state
+    stage.process_batch(events[:2000])
+    broken = {**stage.snapshot(), "merge": {"pending": [["not an event"]]}}
+    predict = PredictHost(Settings(prediction_method=METHOD), Sent())  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING):
+        predict.load({0}, {"predict:0": pack(broken, {"task-events:0": 1999})})
     assert "predict:0" in caplog.text and "cold start" in caplog.text
     assert predict.slots[0].state.fleet.running_jobs == 0 and predict.slots[0].offsets == {}
-    resumed = PredictHost(Settings(prediction_method=METHOD), sent)  # type: ignore[arg-type]
-    resumed.load({0}, {"predict:0": pack(predict.slots[0].state.snapshot(), {"task-events:0": 5})})
+    resumed = PredictHost(Settings(prediction_method=METHOD), Sent())  # type: ignore[arg-type]
+    resumed.load({0}, {"predict:0": pack(stage.snapshot(), {"task-events:0": 5})})
     assert resumed.slots[0].offsets == {"task-events:0": 5}
+
+
+def test_a_catch_up_behind_the_job_stream_writes_checkpoints_linear_in_what_it_read(events: list[Event]) -> None:
+    """Task events read ahead of a job stream still unread pile up in the merge buffer, and every checkpoint
+    writes all of them (~49 bytes each; 680 k exceed the checkpoint topic's 32 MB)."""
+    tasks = [e for e in events if not is_job_event(e)] * 4  # a long catch-up: the job events come later
+    predict = host(Sent(), wait_for_job_events=True)
+    slot, written, checkpoints = predict.slots[0], 0, 0
+    for start in range(0, len(tasks), 500):
+        records = [Decoded(Raw("task-events", 0, i), e, None) for i, e in enumerate(tasks[start:start + 500], start)]
+        if predict.take(0, records):
+            written += slot.state.pending  # what the checkpoint holds
+            checkpoints += 1
+            slot.held = 0  # queued (Checkpoints.queue)
+    assert slot.state.pending == len(tasks) and checkpoints >= 3
+    assert written <= 2 * len(tasks), f"{checkpoints} checkpoints wrote {written} held events for {len(tasks)} read"
+
+
+def test_a_strict_order_says_at_start_that_a_silent_job_stream_gets_no_flag(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        PredictHost(Settings(prediction_method=METHOD), Sent())  # type: ignore[arg-type]
+        assert "IDLE_STREAM_TIMEOUT_S=0" not in caplog.text
+        PredictHost(Settings(prediction_method=METHOD, idle_stream_timeout_s=0), Sent())  # type: ignore[arg-type]
+    assert caplog.text.count("IDLE_STREAM_TIMEOUT_S=0") == 1 and "gets none" in caplog.text

@@ -123,10 +123,64 @@ def test_a_restart_mid_stream_changes_no_flag(events: list[Event]) -> None:
     assert keys(flags + worker_flags(second, arrived[cut:])) == expected
 
 
-def test_a_snapshot_of_another_shape_is_refused_for_a_cold_start(events: list[Event]) -> None:
+def test_an_old_fleet_snapshot_continues_and_a_malformed_one_changes_nothing(events: list[Event]) -> None:
+    old = fleet("select")  # what a prediction worker ran before its events were merged
+    for event in events[:3000]:
+        old.step(event)
+    upgraded = PredictStage(fleet("select"), time_ordered=True)
+    upgraded.restore(json.loads(json.dumps(old.snapshot())))  # what its checkpoints held
+    assert upgraded.fleet.running_jobs == old.running_jobs > 0 and upgraded.pending == 0
+    expected = keys([flag for event in events[3000:] if (flag := old.step(event)) is not None])
+    assert expected and keys(worker_flags(upgraded, events[3000:])) == expected, "it continues where it was"
     stage = PredictStage(fleet("select"))
     stage.process_batch(events[:300])
-    with pytest.raises(ValueError, match="prediction snapshot"):
-        PredictStage(fleet("select")).restore(stage.fleet.snapshot())  # what prediction checkpoints held before
     with pytest.raises(ValueError, match="does not match"):
         PredictStage(fleet("hazard")).restore(stage.snapshot())  # another method
+    resumed = PredictStage(fleet("select"))
+    resumed.restore(stage.snapshot())
+    before = json.dumps(resumed.snapshot())
+    good = stage.snapshot()
+    for broken in ({**good, "merge": {"pending": []}},  # a part missing
+                   {**good, "fleet": {**good["fleet"], "jobs": [["job", 1]]}}):  # a part of another shape
+        with pytest.raises(ValueError):
+            resumed.restore(broken)
+        assert json.dumps(resumed.snapshot()) == before, "a refused snapshot changed the stage"
+
+
+def test_a_job_stream_that_keeps_sending_is_not_declared_idle(events: list[Event]) -> None:
+    """Live (wall clock = event time, a batch a second, the timer every 15 s): task events wait behind the job
+    stream almost always, since job events come only as jobs start and end; the stream is declared idle only
+    after a minute without a job event (it was about once a minute, 2-20 s after one), and the flags stay those
+    of time order."""
+    now = [0.0]
+    idle = IdleClock(60.0, clock=lambda: now[0])
+    stage = PredictStage(fleet("spark-q0.75-m1.5"), wait_for_job_events=True)
+    start, last_job, at = events[0].ts_us, 0.0, 0
+    silences: list[float] = []  # seconds since the latest job event, at each declaration
+    flags: list[StragglerPrediction] = []
+    while at < len(events):
+        now[0] += 1.0
+        batch = []
+        while at < len(events) and (events[at].ts_us - start) / 1e6 <= now[0]:
+            batch.append(events[at])
+            at += 1
+        last_job = now[0] if any(is_job_event(e) for e in batch) else last_job
+        idle_before = stage.job_stream_idle
+        flags += stage.process_batch(batch) if batch else []
+        flags += release_predictions_if_idle(idle, stage) if batch or now[0] % 15 == 0 else []
+        if stage.job_stream_idle and not idle_before:
+            silences.append(now[0] - last_job)
+    assert silences and min(silences) >= 60.0, f"idle {len(silences)}x, {sorted(silences)[:5]} s after a job event"
+    assert keys(flags + stage.flush()) == in_time_order("spark-q0.75-m1.5", events)
+
+
+def test_an_event_after_a_flush_is_stepped_at_once(events: list[Event]) -> None:
+    """A flush steps everything held: the watermark stays past it, so a straggling event is not held behind
+    events already stepped, waiting for a job stream that has ended."""
+    tasks = [event for event in events[:2000] if not is_job_event(event)]
+    late = tasks.pop(len(tasks) // 2)  # read after the flush
+    stage = PredictStage(fleet("spark-q0.75-m1.5"), wait_for_job_events=True)
+    stage.process_batch(tasks)
+    stage.flush()
+    stage.process(late)
+    assert stage.pending == 0 and stage.watermark > tasks[-1].ts_us
