@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import mul
 from typing import Any
 
 from streams.core.events import NodeMoments, NodeSummary, NormalizedTask
@@ -198,18 +199,27 @@ class NodeWindows:
             return {}
         start, end = window
         cells, cache, confidence, count = self._cells, self._cache, self.confidence, self._total
+        # ~2.5 k nodes a period on the Google 2011 trace gain or lose a bucket: one tight loop, no objects
+        # between the groups and the NodeStats (this was a third of the ranking).
+        pop, make = cache.pop, NodeStats
         for node in self._dirty:
-            old = cache.pop(node, None)
+            old = pop(node, None)
             if old is not None:
                 count -= old.n
             buckets = cells.get(node)
             if buckets is None:
                 continue
-            total = combine([t for bucket, cell in buckets.items() if start <= bucket < end
-                             for ts in cell.values() for t in ts])
-            if total.n > 0:
-                cache[node] = from_moments(node, total, confidence)
-                count += total.n
+            n, mean, m2 = _combined([t for bucket, cell in buckets.items() if start <= bucket < end
+                                     for ts in cell.values() for t in ts])
+            if n <= 0:
+                continue
+            count += n
+            std = math.sqrt(m2 / n)  # as Moments.std
+            if n < 2:
+                cache[node] = make(node, n, mean, std, None, None)
+            else:
+                half = t_quantile(n, confidence) * std / math.sqrt(n)
+                cache[node] = make(node, n, mean, std, mean - half, mean + half)
         self._total = count
         self._dirty.clear()
         return dict(cache)
@@ -257,13 +267,22 @@ def combine(signed: list[_Signed]) -> Moments:
     >>> combine([(2, 1.5, 0.5), (1, 4.0, 0.0), (-1, 4.0, -0.0)])
     Moments(n=2, mean=1.5, m2=0.5)
     """
-    n = sum([t[0] for t in signed])
+    n, mean, m2 = _combined(signed)
+    return EMPTY if n <= 0 else Moments(n, mean, m2)
+
+
+def _combined(signed: list[_Signed]) -> tuple[int, float, float]:
+    """``combine`` as a tuple, n <= 0 when nothing is left (the values of an empty window are not used)."""
+    if not signed:
+        return 0, 0.0, 0.0
+    counts, means, _ = zip(*signed, strict=True)
+    n = sum(counts)
     if n <= 0:
-        return EMPTY
+        return n, 0.0, 0.0
     exact: Callable[[Iterable[float]], float] = sum if len(signed) <= 2 else math.fsum  # <= 2: the same bits
-    mean = exact([c * m for c, m, _ in signed]) / n
+    mean = exact(map(mul, counts, means)) / n
     m2 = exact([q + c * (m - mean) ** 2 for c, m, q in signed])
-    return Moments(n, mean, max(m2, 0.0))
+    return n, mean, max(m2, 0.0)
 
 
 def from_moments(node_id: str, moments: Moments, confidence: float = 0.95) -> NodeStats:
