@@ -19,7 +19,7 @@ paper's DAG cannot hold; laggard treats them as overlapping (no edge between the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -34,12 +34,17 @@ def pcores_levels(intervals: Mapping[str, Interval]) -> dict[str, int]:
     >>> dict(sorted(levels.items()))
     {'fast': 2, 'mid': 1, 'slow': 0, 'wide': 0}
     """
-    count = len(intervals)
-    if count == 0:
-        return {}
     nodes = list(intervals)
-    pairs = np.array(list(intervals.values()), dtype=np.float64).reshape(count, 2)
-    lows, highs = pairs[:, 0], pairs[:, 1]
+    pairs = np.array(list(intervals.values()), dtype=np.float64).reshape(len(nodes), 2)
+    return dict(zip(nodes, level_list(nodes, pairs[:, 0], pairs[:, 1]), strict=True))
+
+
+def level_list(nodes: Sequence[str], lows: np.ndarray, highs: np.ndarray) -> list[int]:
+    """``pcores_levels`` over parallel sequences: the level of each ``(lows[i], highs[i])``, in their order
+    (``nodes`` names them in the error of an unordered interval)."""
+    count = len(nodes)
+    if count == 0:
+        return []
     if not np.all(lows <= highs):  # NaN fails too
         bad = int(np.flatnonzero(~(lows <= highs))[0])
         raise ValueError(f"interval of {nodes[bad]} is not ordered: ({float(lows[bad])}, {float(highs[bad])})")
@@ -69,7 +74,8 @@ def pcores_levels(intervals: Mapping[str, Interval]) -> dict[str, int]:
     shrinking = np.array(sizes[1:][::-1])  # ascending
     level = np.empty(count, dtype=np.int64)
     level[order] = len(shrinking) - np.searchsorted(shrinking, np.arange(count), side="right")
-    return dict(zip(nodes, level.tolist(), strict=True))
+    levels: list[int] = level.tolist()
+    return levels
 
 
 def has_edges(levels: Mapping[str, int]) -> bool:

@@ -11,12 +11,17 @@ places than suspects. ``still_slow`` marks a node with enough samples whose inte
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
+
+import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.events import NormalizedTask
-from streams.core.pcores import has_edges, pcores_levels
+from streams.core.pcores import level_list
 from streams.core.windows import NodeStats
+
+_LOW, _HIGH, _NODE = attrgetter("ci_low"), attrgetter("ci_high"), attrgetter("node_id")
 
 
 class PCoresDetector:
@@ -41,8 +46,9 @@ class PCoresDetector:
         self.significance_floor = significance_floor
         self.confidence = confidence
         # A cache, not learned state: what each node's evidence was computed from, and that evidence.
-        self._keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
+        self._keys: dict[str, tuple[NodeStats, int | None]] = {}
         self._evidence: dict[str, Evidence] = {}
+        self._shape: tuple[bool, int] | None = None  # (edges, depth) of the last window
         self._words: dict[int | tuple[int, int], str] = {}  # reasons by n, or by (level, depth), made once
 
     def learn(self, sample: NormalizedTask) -> None:
@@ -51,28 +57,37 @@ class PCoresDetector:
 
     def detect(self, window: WindowView) -> Mapping[str, Evidence]:
         stats = window.stats
-        levels = pcores_levels(
-            {node: (s.ci_low, s.ci_high) for node, s in stats.items() if s.ci_low is not None and s.ci_high is not None}
-        )
-        edges = has_edges(levels)
-        depth = 1 + max(levels.values(), default=-1)
+        # ci_high is None exactly when ci_low is (n < 2): the nodes with an interval, their bounds as arrays.
+        ranked = [s for s in stats.values() if s.ci_low is not None]
+        count = len(ranked)
+        lows = np.fromiter(map(_LOW, ranked), np.float64, count)
+        highs = np.fromiter(map(_HIGH, ranked), np.float64, count)
+        ranked_nodes = list(map(_NODE, ranked))
+        level_of = dict(zip(ranked_nodes, level_list(ranked_nodes, lows, highs), strict=True))
+        depth = 1 + max(level_of.values(), default=-1)
+        edges = depth > 1  # some level above 0 (has_edges)
         # Most nodes keep their statistics (the same NodeStats object) and level from one period to the next
-        # (two thirds of them on the Google 2011 trace): their evidence is reused rather than rebuilt.
-        keys, evidence = self._keys, self._evidence
-        new_keys: dict[str, tuple[NodeStats, int | None, bool, int]] = {}
+        # (two thirds of them on the Google 2011 trace): their evidence is reused rather than rebuilt. Edges
+        # and depth change a reason only once a node has the samples and interval to be judged on them.
+        keys, evidence, min_tasks = self._keys, self._evidence, self.min_tasks
+        same_shape = self._shape == (edges, depth)
+        self._shape = (edges, depth)
+        new_keys: dict[str, tuple[NodeStats, int | None]] = {}
         new_evidence: dict[str, Evidence] = {}
-        min_tasks = self.min_tasks
+        get_key, get_level = keys.get, level_of.get
         for node, s in stats.items():
-            level = levels.get(node)
-            # Edges and depth change a reason only once a node has the samples and interval to be judged on them.
-            key = (s, level, edges, depth) if level is not None and s.n >= min_tasks else (s, level, True, 0)
-            new_keys[node] = key
-            new_evidence[node] = evidence[node] if keys.get(node) == key else self._judge(s, key)
+            level = get_level(node)
+            new_keys[node] = (s, level)
+            old = get_key(node)
+            if (old is not None and old[0] is s and old[1] == level
+                    and (same_shape or level is None or s.n < min_tasks)):
+                new_evidence[node] = evidence[node]
+            else:
+                new_evidence[node] = self._judge(s, level, edges, depth)
         self._keys, self._evidence = new_keys, new_evidence
         return new_evidence
 
-    def _judge(self, s: NodeStats, key: tuple[NodeStats, int | None, bool, int]) -> Evidence:
-        _, level, edges, depth = key
+    def _judge(self, s: NodeStats, level: int | None, edges: bool, depth: int) -> Evidence:
         why_not = self._ineligible(s, level, edges, depth)
         score = float("-inf") if s.ci_low is None else s.ci_low
         reason = why_not if why_not is not None else self._why_slow(s, depth)
