@@ -137,11 +137,19 @@ class NodeWindows:
             raise ValueError(f"summary buckets of {summary.bucket_width_us} us do not fit windows of "
                              f"{self.window_size_us} us stepping {self.step_us} us")
         parts: dict[tuple[int, str], list[_Signed]] = {}
-        width = self.bucket_us
-        for m in summary.added:
-            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((m.n, m.mean, m.m2))
-        for m in summary.removed:  # withdrawn: the same moments with a negative count
-            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((-m.n, m.mean, -m.m2))
+        width, get = self.bucket_us, parts.get
+        # A summary's moments are one per node and bucket of its own width: one group per part unless the
+        # windows' buckets are wider or a bucket has added and withdrawn values. (No list made per lookup.)
+        for side, sign in ((summary.added, 1), (summary.removed, -1)):  # withdrawn: negative count and M2
+            for m in side:
+                bucket = m.bucket_us
+                part = (bucket - bucket % width, m.node_id)
+                group = (m.n, m.mean, m.m2) if sign > 0 else (-m.n, m.mean, -m.m2)
+                groups = get(part)
+                if groups is None:
+                    parts[part] = [group]
+                else:
+                    groups.append(group)
         self._put(("summary", summary.partition, summary.boundary_us), parts)
 
     def _put(self, key: _Key, parts: dict[tuple[int, str], list[_Signed]]) -> None:
@@ -149,16 +157,31 @@ class NodeWindows:
             cell = self._cells.get(node, {}).get(bucket)
             if cell is not None and cell.pop(key, None) is not None:
                 self._touch(bucket, node)
-        window = self.window
+        # Once per node and bucket of every summary (thousands a period): look-ups, no method call per part.
+        cells, buckets, dirty, end = self._cells, self._buckets, self._dirty, self._end
+        start = None if end is None else end - self.window_size_us
         where = set()
-        for (bucket, node), signed in parts.items():
-            if window is not None and bucket < window[0]:
+        for part, signed in parts.items():
+            bucket, node = part
+            if start is not None and bucket < start:
                 self.late_samples += max(0, sum(n for n, _, _ in signed))  # net values never counted
                 continue
-            self._cells.setdefault(node, {}).setdefault(bucket, {})[key] = signed
-            self._buckets.setdefault(bucket, set()).add(node)
-            self._touch(bucket, node)
-            where.add((bucket, node))
+            node_cells = cells.get(node)
+            if node_cells is None:
+                node_cells = cells[node] = {}
+            cell = node_cells.get(bucket)
+            if cell is None:
+                node_cells[bucket] = {key: signed}
+            else:
+                cell[key] = signed
+            nodes = buckets.get(bucket)
+            if nodes is None:
+                buckets[bucket] = {node}
+            else:
+                nodes.add(node)
+            if end is None or bucket < end:  # as _touch
+                dirty.add(node)
+            where.add(part)
         if where:
             self._where[key] = where
 
