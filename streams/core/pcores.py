@@ -10,8 +10,8 @@ of v are exactly the nodes whose ``ci_low`` is at least ``v.ci_high``, so with t
 ``ci_high`` the nodes of level k or more are a prefix of that order, and each next prefix follows from
 the highest ``ci_low`` of the last one: one sort and a binary search per level, in numpy, without
 building the (up to n²) edges. This runs every ranking period over every node with an interval (6-9 k
-on the Google 2011 trace); the pure-Python sweep it replaces took 8 ms a period there, a tenth of the
-ranking.
+on the Google 2011 trace); the pure-Python sweep it replaces took 0.31-0.34 CPU s over the 59 periods
+of the first 300 k events, this 0.10-0.12 (best of 4, side by side in one process).
 
 Two nodes whose intervals are the same single point (std 0) would have edges both ways, a cycle the
 paper's DAG cannot hold; laggard treats them as overlapping (no edge between them).
