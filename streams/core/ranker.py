@@ -11,17 +11,17 @@ state is plain JSON-able data (``snapshot()`` / ``restore()``), versioned.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from streams.core.decision.book import BlacklistBook
-from streams.core.decision.policy import BlacklistPolicy, Verdict
+from streams.core.decision.policy import BlacklistPolicy
 from streams.core.decision.registry import POLICIES
-from streams.core.detection.base import Evidence, NodeDetector, WindowView
+from streams.core.detection.base import NodeDetector, WindowView
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeSummary, NormalizedTask
-from streams.core.ranking import NodeRank, Ranking
+from streams.core.ranking import Ranking
 from streams.core.ranking_config import RankingConfig
-from streams.core.windows import NodeStats, NodeWindows
+from streams.core.rows import RowCache
+from streams.core.windows import NodeWindows
 
 # 2: the detector's state joined the snapshot (issue 14); 3: windows of moments (issue 18). Another version
 # means a cold start.
@@ -52,7 +52,7 @@ class NodeRanker:
         self._windows = self._new_windows()
         self._policy = BlacklistPolicy(self.config, policy.select)
         self._book = BlacklistBook(self.config.cluster_id, self.config.policy)
-        self._rows = _RowCache()
+        self._rows = RowCache()
 
     def _new_windows(self) -> NodeWindows:
         return NodeWindows(self.config.window_size_us, self.config.period_us, self.config.confidence)
@@ -130,38 +130,3 @@ def learns_from_samples(config: RankingConfig) -> bool:
     fed per-node summaries instead (issue 18)."""
     return bool(getattr(POLICIES.get(config.policy).detector(config), "learns_from_samples", True))
 
-
-class _RowCache:
-    """The rows of a ranking ordered by level (None last), then node id, each row reused from the last period
-    when its statistics, evidence and verdict are the very same objects (most nodes of a large cluster keep them
-    from one period to the next; building 12,000 rows every period was a fifth of the in-process ranking).
-    A cache, not state: a new one (a restore) builds every row again, equal to the ones it replaces."""
-
-    def __init__(self) -> None:
-        self._rows: dict[str, tuple[Verdict, Evidence | None, NodeStats | None, NodeRank]] = {}
-
-    def ordered(self, stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
-                verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
-        # Node ids sorted once, then bucketed by level: cheaper than sorting the rows by a tuple key.
-        by_level: dict[int, list[NodeRank]] = {}
-        unranked: list[NodeRank] = []
-        old, rows = self._rows, {}
-        stats_of, evidence_of = stats.get, evidence.get
-        for node in sorted(verdicts):
-            v, e, s = verdicts[node], evidence_of(node), stats_of(node)
-            cached = old.get(node)
-            if cached is not None and cached[0] is v and cached[1] is e and cached[2] is s:
-                rows[node] = cached
-                row = cached[3]
-            else:
-                row = NodeRank(node, s, None if e is None else e.level, v.eligible, v.blacklisted, v.reason)
-                rows[node] = (v, e, s, row)
-            level = row.level
-            if level is None:
-                unranked.append(row)
-            elif (same := by_level.get(level)) is None:
-                by_level[level] = [row]
-            else:
-                same.append(row)
-        self._rows = rows
-        return tuple(row for level in sorted(by_level) for row in by_level[level]) + tuple(unranked)

@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import mul
 from typing import Any
 
 from streams.core.events import NodeMoments, NodeSummary, NormalizedTask
@@ -136,11 +137,19 @@ class NodeWindows:
             raise ValueError(f"summary buckets of {summary.bucket_width_us} us do not fit windows of "
                              f"{self.window_size_us} us stepping {self.step_us} us")
         parts: dict[tuple[int, str], list[_Signed]] = {}
-        width = self.bucket_us
-        for m in summary.added:
-            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((m.n, m.mean, m.m2))
-        for m in summary.removed:  # withdrawn: the same moments with a negative count
-            parts.setdefault((m.bucket_us - m.bucket_us % width, m.node_id), []).append((-m.n, m.mean, -m.m2))
+        width, get = self.bucket_us, parts.get
+        # A summary's moments are one per node and bucket of its own width: one group per part unless the
+        # windows' buckets are wider or a bucket has added and withdrawn values. (No list made per lookup.)
+        for side, sign in ((summary.added, 1), (summary.removed, -1)):  # withdrawn: negative count and M2
+            for m in side:
+                bucket = m.bucket_us
+                part = (bucket - bucket % width, m.node_id)
+                group = (m.n, m.mean, m.m2) if sign > 0 else (-m.n, m.mean, -m.m2)
+                groups = get(part)
+                if groups is None:
+                    parts[part] = [group]
+                else:
+                    groups.append(group)
         self._put(("summary", summary.partition, summary.boundary_us), parts)
 
     def _put(self, key: _Key, parts: dict[tuple[int, str], list[_Signed]]) -> None:
@@ -148,16 +157,31 @@ class NodeWindows:
             cell = self._cells.get(node, {}).get(bucket)
             if cell is not None and cell.pop(key, None) is not None:
                 self._touch(bucket, node)
-        window = self.window
+        # Once per node and bucket of every summary (thousands a period): look-ups, no method call per part.
+        cells, buckets, dirty, end = self._cells, self._buckets, self._dirty, self._end
+        start = None if end is None else end - self.window_size_us
         where = set()
-        for (bucket, node), signed in parts.items():
-            if window is not None and bucket < window[0]:
+        for part, signed in parts.items():
+            bucket, node = part
+            if start is not None and bucket < start:
                 self.late_samples += max(0, sum(n for n, _, _ in signed))  # net values never counted
                 continue
-            self._cells.setdefault(node, {}).setdefault(bucket, {})[key] = signed
-            self._buckets.setdefault(bucket, set()).add(node)
-            self._touch(bucket, node)
-            where.add((bucket, node))
+            node_cells = cells.get(node)
+            if node_cells is None:
+                node_cells = cells[node] = {}
+            cell = node_cells.get(bucket)
+            if cell is None:
+                node_cells[bucket] = {key: signed}
+            else:
+                cell[key] = signed
+            nodes = buckets.get(bucket)
+            if nodes is None:
+                buckets[bucket] = {node}
+            else:
+                nodes.add(node)
+            if end is None or bucket < end:  # as _touch
+                dirty.add(node)
+            where.add(part)
         if where:
             self._where[key] = where
 
@@ -198,18 +222,27 @@ class NodeWindows:
             return {}
         start, end = window
         cells, cache, confidence, count = self._cells, self._cache, self.confidence, self._total
+        # ~2.5 k nodes a period on the Google 2011 trace gain or lose a bucket: one tight loop, no objects
+        # between the groups and the NodeStats (this was a third of the ranking).
+        pop, make = cache.pop, NodeStats
         for node in self._dirty:
-            old = cache.pop(node, None)
+            old = pop(node, None)
             if old is not None:
                 count -= old.n
             buckets = cells.get(node)
             if buckets is None:
                 continue
-            total = combine([t for bucket, cell in buckets.items() if start <= bucket < end
-                             for ts in cell.values() for t in ts])
-            if total.n > 0:
-                cache[node] = from_moments(node, total, confidence)
-                count += total.n
+            n, mean, m2 = _combined([t for bucket, cell in buckets.items() if start <= bucket < end
+                                     for ts in cell.values() for t in ts])
+            if n <= 0:
+                continue
+            count += n
+            std = math.sqrt(m2 / n)  # as Moments.std
+            if n < 2:
+                cache[node] = make(node, n, mean, std, None, None)
+            else:
+                half = t_quantile(n, confidence) * std / math.sqrt(n)
+                cache[node] = make(node, n, mean, std, mean - half, mean + half)
         self._total = count
         self._dirty.clear()
         return dict(cache)
@@ -257,13 +290,22 @@ def combine(signed: list[_Signed]) -> Moments:
     >>> combine([(2, 1.5, 0.5), (1, 4.0, 0.0), (-1, 4.0, -0.0)])
     Moments(n=2, mean=1.5, m2=0.5)
     """
-    n = sum([t[0] for t in signed])
+    n, mean, m2 = _combined(signed)
+    return EMPTY if n <= 0 else Moments(n, mean, m2)
+
+
+def _combined(signed: list[_Signed]) -> tuple[int, float, float]:
+    """``combine`` as a tuple, n <= 0 when nothing is left (the values of an empty window are not used)."""
+    if not signed:
+        return 0, 0.0, 0.0
+    counts, means, _ = zip(*signed, strict=True)
+    n = sum(counts)
     if n <= 0:
-        return EMPTY
+        return n, 0.0, 0.0
     exact: Callable[[Iterable[float]], float] = sum if len(signed) <= 2 else math.fsum  # <= 2: the same bits
-    mean = exact([c * m for c, m, _ in signed]) / n
+    mean = exact(map(mul, counts, means)) / n
     m2 = exact([q + c * (m - mean) ** 2 for c, m, q in signed])
-    return Moments(n, mean, max(m2, 0.0))
+    return n, mean, max(m2, 0.0)
 
 
 def from_moments(node_id: str, moments: Moments, confidence: float = 0.95) -> NodeStats:

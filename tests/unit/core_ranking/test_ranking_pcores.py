@@ -66,3 +66,16 @@ def test_identical_point_intervals_do_not_form_a_cycle() -> None:
 def test_an_unordered_interval_is_refused() -> None:
     with pytest.raises(ValueError, match="not ordered"):
         pcores_levels({"a": (2.0, 1.0)})
+
+
+# Hundreds of nodes on a fine grid: deep level structures, where the prefixes of the numpy peeling matter.
+many_intervals = st.dictionaries(st.text("abcdefghij", min_size=1, max_size=4),
+                                 st.tuples(st.integers(-40, 40), st.integers(0, 6)).map(
+                                     lambda t: (t[0] / 4, (t[0] + t[1]) / 4)), min_size=50, max_size=400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(many_intervals)
+def test_levels_of_hundreds_of_nodes_equal_the_literal_peeling(ref, intervals) -> None:
+    levels = pcores_levels(intervals)
+    assert levels == ref.levels(intervals)
