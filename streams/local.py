@@ -127,19 +127,22 @@ class LocalPipeline:
             deltas.extend(self._collect(self.ranking.finish(end)))
         return deltas
 
-    def run(self, events: Iterable[Event], finish: bool = True) -> Iterator[BlacklistDelta]:
+    def run(self, events: Iterable[Event], finish: bool = True, batch: int = 0) -> Iterator[BlacklistDelta]:
         """Every delta of the whole trace, in order.
 
         With ``finish=False`` the end of the trace is not treated as the end of time: open jobs stay open and
         only boundaries every partition has passed are ranked, exactly what a live Kafka worker publishes.
+        Events are taken ``batch`` at a time (0: ``RUN_BATCH``), and a batch's deltas come once all of it is
+        in: pass ``batch=1`` for a live or blocking source, so no delta waits for events still to come.
         """
+        size = batch or RUN_BATCH
         with fewer_collections():
-            if self.sees_each_event():
-                for event in events:  # they see each ranking before the next event: one at a time
+            if size == 1 or self.sees_each_event():
+                for event in events:  # one at a time: as soon as it arrives, or each ranking seen before the next
                     yield from self.feed(event)
             else:
                 events = iter(events)
-                while chunk := list(islice(events, RUN_BATCH)):
+                while chunk := list(islice(events, size)):
                     yield from self.feed_batch(chunk)
             if finish:
                 yield from self.finish()

@@ -1,5 +1,5 @@
 """``LocalPipeline.run`` takes events in batches: the same deltas, rankings and counts as ``feed`` one by one;
-``feed_batch`` refuses the runs it cannot serve."""
+``feed_batch`` refuses the runs it cannot serve, and ``run(batch=1)`` yields each delta at its event."""
 
 from __future__ import annotations
 
@@ -69,3 +69,20 @@ def test_feed_batch_refuses_what_it_would_leave_unseen(make) -> None:
     single = make()  # run takes them one at a time instead
     one_at_a_time = [repr(d) for e in events for d in single.feed(e)]
     assert [repr(d) for d in pipeline.run(iter(events), finish=False)] == one_at_a_time
+
+
+def test_run_with_batch_1_yields_each_delta_before_pulling_the_next_event() -> None:
+    events = trace()
+    pulled = 0
+
+    def live():  # a source that counts what it has handed over
+        nonlocal pulled
+        for event in events:
+            pulled += 1
+            yield event
+
+    pulls_at_delta = [pulled for _ in LocalPipeline(Settings()).run(live(), finish=False, batch=1)]
+    probe = LocalPipeline(Settings())
+    expected = [i + 1 for i, event in enumerate(events) for _ in probe.feed(event)]  # the event causing each delta
+    assert len(expected) >= 2
+    assert pulls_at_delta == expected  # each delta right after the event that caused it
