@@ -127,28 +127,39 @@ class LocalPipeline:
             deltas.extend(self._collect(self.ranking.finish(end)))
         return deltas
 
-    def run(self, events: Iterable[Event], finish: bool = True) -> Iterator[BlacklistDelta]:
+    def run(self, events: Iterable[Event], finish: bool = True, batch: int = 0) -> Iterator[BlacklistDelta]:
         """Every delta of the whole trace, in order.
 
         With ``finish=False`` the end of the trace is not treated as the end of time: open jobs stay open and
         only boundaries every partition has passed are ranked, exactly what a live Kafka worker publishes.
+        Events are taken ``batch`` at a time (0: ``RUN_BATCH``), and a batch's deltas come once all of it is
+        in: pass ``batch=1`` for a live or blocking source, so no delta waits for events still to come.
         """
+        size = batch or RUN_BATCH
         with fewer_collections():
-            if self.predictors or getattr(self.rank_stage.ranker.detector, "observe", None) is not None:
-                for event in events:  # they see each ranking before the next event: one at a time
+            if size == 1 or self.sees_each_event():
+                for event in events:  # one at a time: as soon as it arrives, or each ranking seen before the next
                     yield from self.feed(event)
             else:
                 events = iter(events)
-                while batch := list(islice(events, RUN_BATCH)):
-                    yield from self.feed_batch(batch)
+                while chunk := list(islice(events, size)):
+                    yield from self.feed_batch(chunk)
             if finish:
                 yield from self.finish()
+
+    def sees_each_event(self) -> bool:
+        """Whether predictors or the detector's ``observe`` (running-task evidence) need each event by itself:
+        they see each ranking before the next event, which only ``feed`` gives them."""
+        return bool(self.predictors) or getattr(self.rank_stage.ranker.detector, "observe", None) is not None
 
     def feed_batch(self, events: list[Event]) -> list[BlacklistDelta]:
         """Several events in, each partition's share processed at once (``NormalizeStage.process_batch``): the
         same deltas and rankings as ``feed`` one event after the other, which the stages guarantee for any
-        batching (as a Kafka worker takes them). Not for a run with predictors or a detector that watches task
-        events: they would see a ranking later than ``feed`` shows it to them."""
+        batching (as a Kafka worker takes them). Refused for a run with predictors or a detector that watches
+        task events (``sees_each_event``)."""
+        if self.sees_each_event():
+            raise ValueError("feed_batch cannot serve predictors or a detector that observes running tasks: "
+                             "feed them one event at a time with feed (or run)")
         counts, invalid, partitions = self.counts, self.counts.invalid, self.partitions
         shares: list[list[Event]] = [[] for _ in range(partitions)]
         last = counts.last_ts_us

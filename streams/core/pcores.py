@@ -54,6 +54,8 @@ def level_list(nodes: Sequence[str], lows: np.ndarray, highs: np.ndarray) -> lis
     high, point = highs[order], points[order]
     top_low = np.maximum.accumulate(lows[order])  # the highest ci_low among the first i + 1
     wide_low = np.maximum.accumulate(np.where(point, -np.inf, lows[order]))  # the same among wide intervals
+    # Whether the first i + 1 hold a wide interval at all: -inf in wide_low also is a real ci_low (#19).
+    has_wide = np.logical_or.accumulate(~point)
     # S_k, the nodes of level >= k, are the first sizes[k] in this order. v (ci_high h) has level >= k + 1 when
     # some u in S_k has an edge to it: ci_low(u) > h, or ci_low(u) == h unless both are the same point. With A
     # the highest ci_low in S_k and B the highest of its wide intervals: A > h, or A == h and (v is wide or B == h).
@@ -63,7 +65,7 @@ def level_list(nodes: Sequence[str], lows: np.ndarray, highs: np.ndarray) -> lis
         most, most_wide = top_low[size - 1], wide_low[size - 1]
         below = int(np.searchsorted(high, most, side="left"))  # ci_high < A
         at = int(np.searchsorted(high, most, side="right"))  # ci_high == A: [below, at)
-        if most_wide == most:
+        if has_wide[size - 1] and most_wide == most:
             below = at  # a wide interval starting at A: edges from the points at A too
         else:
             below += int(np.count_nonzero(~point[below:at]))  # the wide ones at A only

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import compress, repeat
-from operator import attrgetter
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -50,8 +50,7 @@ class PCoresDetector:
         self.confidence = confidence
         # A cache, not learned state: what each node's evidence was computed from, and that evidence.
         self._position: dict[str, int] = {}  # node -> its index in the lists and arrays below (last window)
-        self._values: list[NodeStats] = []
-        self._ids = np.zeros(0, dtype=np.int64)
+        self._values: list[NodeStats] = []  # the statistics themselves: reuse is decided on their identity
         self._levels = np.zeros(0, dtype=np.int64)
         self._evidence: list[Evidence] = []
         self._shape: tuple[bool, int] | None = None  # (edges, depth) of the last window
@@ -77,15 +76,15 @@ class PCoresDetector:
         same_shape = self._shape == (edges, depth)
         self._shape = (edges, depth)
         # Most nodes keep their statistics (the same NodeStats object) and level from one period to the next: their
-        # evidence is reused. Which ones is found over the objects' ids and the levels in numpy, not with a Python
-        # loop over the 6-9 k nodes of a period. Edges and depth change a reason only once a node has the samples
-        # and interval to be judged on them.
-        ids = np.fromiter(map(id, values), np.int64, count)
+        # evidence is reused. The identity is tested against last period's objects themselves, held in _values (an
+        # id alone may be a freed object's, reused by a new one); the levels in numpy. Edges and depth change a
+        # reason only once a node has the samples and interval to be judged on them.
         before = np.fromiter(map(self._position.get, nodes, repeat(-1)), np.int64, count)
         at = np.where(before >= 0, before, 0)
         same = before >= 0
-        if len(self._ids):
-            same &= (self._ids[at] == ids) & (self._levels[at] == levels)
+        if self._values:
+            held = map(self._values.__getitem__, at.tolist())
+            same &= np.fromiter(map(is_, held, values), np.bool_, count) & (self._levels[at] == levels)
             if not same_shape:
                 same &= (levels == _NO_LEVEL) | (np.fromiter(map(_N, values), np.int64, count) < self.min_tasks)
         old = self._evidence
@@ -94,9 +93,8 @@ class PCoresDetector:
         for i in np.flatnonzero(~same).tolist():
             level = level_of[i]
             evidence[i] = self._judge(values[i], None if level == _NO_LEVEL else level, edges, depth)
-        # The statistics are held with their ids: an id of a live object is never another object's.
         self._position = dict(zip(nodes, range(count), strict=True))
-        self._values, self._ids, self._levels, self._evidence = values, ids, levels, evidence
+        self._values, self._levels, self._evidence = values, levels, evidence
         return dict(zip(nodes, evidence, strict=True))
 
     def _judge(self, s: NodeStats, level: int | None, edges: bool, depth: int) -> Evidence:

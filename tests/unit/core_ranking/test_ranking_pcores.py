@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,8 +16,11 @@ def edge(intervals: dict[str, tuple[float, float]], a: str, b: str) -> bool:
     return a != b and ah <= bl and not (al == ah == bl == bh)
 
 
-# Small integer grids make ties, touching bounds and zero-width intervals common.
-bounds = st.tuples(st.integers(-6, 6), st.integers(0, 4)).map(lambda t: (float(t[0]), float(t[0] + t[1])))
+# Small integer grids make ties, touching bounds and zero-width intervals common; the infinities too (a
+# zero-width interval at -inf was once taken for a wide one and stopped the peeling).
+grid = st.sampled_from([-math.inf, math.inf]) | st.integers(-6, 6).map(float)
+bounds = st.tuples(grid, grid).map(lambda t: (min(t), max(t))) | st.tuples(st.integers(-6, 6), st.integers(0, 4)).map(
+    lambda t: (float(t[0]), float(t[0] + t[1])))
 interval_sets = st.dictionaries(st.text("abcdefgh", min_size=1, max_size=3), bounds, max_size=30)
 
 
@@ -61,6 +66,13 @@ def test_touching_intervals_make_an_edge_as_in_the_spec() -> None:
 
 def test_identical_point_intervals_do_not_form_a_cycle() -> None:
     assert pcores_levels({"a": (1.0, 1.0), "b": (1.0, 1.0), "c": (0.0, 1.0)}) == {"a": 0, "b": 0, "c": 1}
+
+
+def test_zero_width_intervals_at_minus_infinity_are_ranked() -> None:
+    inf = math.inf
+    assert pcores_levels({"a": (-inf, -inf)}) == {"a": 0}
+    assert pcores_levels({"a": (-inf, -inf), "b": (0.0, 1.0)}) == {"a": 1, "b": 0}
+    assert pcores_levels({"a": (-inf, -inf), "b": (-inf, -inf), "c": (inf, inf)}) == {"a": 1, "b": 1, "c": 0}
 
 
 def test_an_unordered_interval_is_refused() -> None:
