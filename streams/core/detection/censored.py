@@ -122,18 +122,29 @@ def node_spread(effects: FloatArray, information: FloatArray, min_nodes: int = M
     >>> round(node_spread(slow, info), 3), round(node_spread(slow, info, trim_z=math.inf) ** 0.5, 2)
     (0.0, 0.09)
     """
-    if len(effects) < min_nodes:
+    effects, noise = _usable(effects, information)
+    if len(effects) < max(min_nodes, 1):
         return 0.0
-    noise = 1.0 / information
     keep = np.ones(len(effects), dtype=bool)
     center, tau2 = _standardised_spread(effects, noise, math.inf)
     for _ in range(_SPREAD_ROUNDS if math.isfinite(trim_z) else 0):
         kept = np.abs(effects - center) < trim_z * np.sqrt(noise + tau2)
-        if kept.sum() < min_nodes or np.array_equal(kept, keep):
+        if kept.sum() < max(min_nodes, 1) or np.array_equal(kept, keep):
             break
         keep = kept
         center, tau2 = _standardised_spread(effects[keep], noise[keep], trim_z)
-    return tau2
+    return tau2 if math.isfinite(tau2) else 0.0
+
+
+def _usable(effects: FloatArray, information: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The effects and sampling variances (``1 / information``) of the nodes that can say anything: a node with
+    a non-finite effect or information, or information 0 or less, is left out rather than stopping the ranking."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        effects = np.asarray(effects, dtype=np.float64)
+        information = np.asarray(information, dtype=np.float64)
+        ok = np.isfinite(effects) & np.isfinite(information) & (information > 0)
+        noise = 1.0 / information[ok]
+    return effects[ok], noise
 
 
 def _standardised_spread(effects: FloatArray, noise: FloatArray, trim_z: float) -> tuple[float, float]:
@@ -146,7 +157,8 @@ def _standardised_spread(effects: FloatArray, noise: FloatArray, trim_z: float) 
     def excess(tau2: float) -> float:
         return float(np.median(distance / np.sqrt(noise + tau2))) - target
 
-    if excess(0.0) <= 0.0:
+    at_zero = excess(0.0)
+    if not at_zero > 0.0:  # no spread beyond the noise, or nothing measurable (NaN)
         return center, 0.0
     upper = float(distance.max() / target) ** 2  # every standardised distance is at most the target there
     return center, float(optimize.brentq(excess, 0.0, upper, xtol=1e-6))

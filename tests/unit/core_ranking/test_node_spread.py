@@ -4,6 +4,7 @@ of them no longer shrink their own z; healthy hardware of several speeds still g
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -55,3 +56,39 @@ def test_equal_nodes_of_very_unequal_information_show_no_spread() -> None:
     information = np.repeat([400.0, 10.0], 50)
     taus = [node_spread(rng.normal(0.0, 1.0, 100) / np.sqrt(information), information) ** 0.5 for _ in range(40)]
     assert np.mean(taus) < 0.03, taus
+
+
+def _spread_quietly(effects: list[float], information: list[float], **kw: float) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a divide or invalid-value warning is a failure too
+        return node_spread(np.asarray(effects, dtype=float), np.asarray(information, dtype=float), **kw)
+
+
+SPREAD_OUT = list(np.linspace(0.0, 1.0, 20))  # true spread: the effects are 0.3 apart at information 50
+
+
+@pytest.mark.parametrize(("name", "effects", "information"), [
+    ("a NaN effect", [math.nan, *SPREAD_OUT[1:]], [50.0] * 20),
+    ("a NaN information", SPREAD_OUT, [math.nan] + [50.0] * 19),
+    ("an infinite effect", [math.inf, *SPREAD_OUT[1:]], [50.0] * 20),
+    ("a zero information", SPREAD_OUT, [0.0] + [50.0] * 19),
+    ("a negative information", SPREAD_OUT, [-5.0] + [50.0] * 19),
+])
+def test_one_unusable_node_is_left_out_and_the_others_still_give_the_spread(
+        name: str, effects: list[float], information: list[float]) -> None:
+    clean = _spread_quietly(SPREAD_OUT[1:], [50.0] * 19)
+    assert clean > 0.05
+    assert _spread_quietly(effects, information) == pytest.approx(clean), name
+
+
+@pytest.mark.parametrize(("name", "effects", "information", "min_nodes"), [
+    ("no nodes", [], [], 0),
+    ("only NaN effects", [math.nan] * 20, [50.0] * 20, 10),
+    ("only negative information", SPREAD_OUT, [-5.0] * 20, 10),
+    ("only zero information", SPREAD_OUT, [0.0] * 20, 10),
+    ("infinite information on equal effects", [0.3] * 20, [math.inf] * 20, 10),
+    ("fewer usable nodes than min_nodes", [math.nan] * 11 + SPREAD_OUT[:9], [50.0] * 20, 10),
+])
+def test_nothing_usable_gives_no_spread_instead_of_an_error(
+        name: str, effects: list[float], information: list[float], min_nodes: int) -> None:
+    assert _spread_quietly(effects, information, min_nodes=min_nodes) == 0.0, name
