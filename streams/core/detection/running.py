@@ -54,9 +54,10 @@ started before ``B`` whatever the arrival order (as long as every event before `
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -136,7 +137,10 @@ class RunningTaskDetector:
         quiet: list[str] = []
         tallies = self._tally(end, quiet)
         longest = [t[-1] for t in tallies.values() if t[-1].tasks >= self.min_tasks and t[-1].information > 0]
-        spread = node_spread(np.array([t.effect for t in longest]), np.array([t.information for t in longest]))
+        # Estimated at most once per period end, and only when a spread-using scale looks at a node it could list
+        # (the 180-minute scale every 5 minutes): it costs a few ms on thousands of nodes.
+        spread = functools.cache(lambda: node_spread(np.array([t.effect for t in longest]),
+                                                     np.array([t.information for t in longest])))
         evidence = {}
         for node in sorted(tallies):
             evidence[node] = self._judge(node, tallies[node], end, spread)
@@ -236,15 +240,19 @@ class RunningTaskDetector:
 
     # --- judgement --------------------------------------------------------------------------------------------
 
-    def _clearly_slow(self, scale: Scale, tally: Tally, end: int, spread: float) -> bool:
+    def _clearly_slow(self, scale: Scale, tally: Tally, end: int, spread: Callable[[], float]) -> bool:
         if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
             return False
         z = self.z_list if scale.z is None else scale.z
         effect = self.min_effect if scale.min_effect is None else scale.min_effect
-        return tally.tasks >= self.min_tasks and _z(scale, tally, spread) >= z and tally.effect >= effect
+        if tally.tasks < self.min_tasks or tally.effect < effect or tally.z < z:
+            return False  # the spread only ever lowers z: no need to estimate it for this node
+        return _z(scale, tally, spread() if scale.spread else 0.0) >= z
 
-    def _judge(self, node: str, tallies: list[Tally], end: int, spread: float = 0.0) -> Evidence:
-        """``spread``: the variance of node effects between healthy nodes (``node_spread``), for scales that ask."""
+    def _judge(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float] = lambda: 0.0
+               ) -> Evidence:
+        """``spread``: gives the variance of node effects between healthy nodes (``node_spread``), for scales that
+        ask; called only when one does."""
         warm = self._first_us is not None and end >= self._first_us + self.warmup_us
         hits = [(scale, t) for scale, t in zip(self.scales, tallies, strict=True)
                 if warm and self._clearly_slow(scale, t, end, spread)]
@@ -269,7 +277,8 @@ class RunningTaskDetector:
             if effect is None:
                 self._effect[node], self._found[node] = t.effect, end
             z = self.z_list if scale.z is None else scale.z
-            return Evidence(node, True, score, _why(scale, t, streak, z, spread), still_slow=True)
+            against = spread() if scale.spread else 0.0
+            return Evidence(node, True, score, _why(scale, t, streak, z, against), still_slow=True)
         if effect is not None:
             return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
                             f"clearly below {self.recovery_ratio * effect:+.2f} yet", still_slow=True)
