@@ -12,8 +12,11 @@ exactly (``registry.running_detector`` at a 60-s period): the 10-20 minute scans
 of at least 1.5, against the spread; ``window~L``: the window against the spread at L instead of its plain 4.6;
 ``window 4.6 & ~L``: at L against the spread as well as its plain 4.6 (session 9 tried 4.3 in the detector: zero
 chance listings on the tuning days, but on reported seeds 1-5 it left a third of hetero-wide-2x's 2x nodes and
-most of hetero-1.5x's unlisted; not shipped). The spread is taken over the three-window tallies of nodes with >= 5
-tasks, by each estimator:
+most of hetero-1.5x's unlisted; not shipped); session 10's candidates (``window_candidate``): ``window 4.6 & ~L``
+for more L, ``... if eff < E`` (the spread level asked only of nodes whose window effect is below E job std),
+``window 4.6 xR`` / ``... xR`` (R consecutive 5-minute looks must pass) and ``window 4.6 & change C`` (the
+window's effect also C standard errors above the node's own 180-minute effect of an hour earlier, ``change_z``).
+The spread is taken over the three-window tallies of nodes with >= 5 tasks, by each estimator:
 
 * ``mad``: session 8's ``(1.4826 MAD)^2 - median(1 / information)``;
 * ``std``: ``censored.node_spread`` untrimmed (each node standardised by its own noise + tau^2);
@@ -130,8 +133,11 @@ def first_listing(data: dict[str, np.ndarray], zs: np.ndarray, rule: list) -> np
         below, repeat = (extra[0] if extra else math.inf), (extra[1] if len(extra) > 1 else 1)
         j = scales.index(m)
         z = (zs if spread is True else data["z"])[:, :, j]
-        also = zs[:, :, j] >= spread if not isinstance(spread, bool) else True  # a level against the spread too
-        if not isinstance(spread, bool) and below != math.inf:
+        if isinstance(spread, str):  # "change L": z of the effect against the node's own earlier effect
+            also = change_z(data, j) >= float(spread.split()[1])
+        else:
+            also = zs[:, :, j] >= spread if not isinstance(spread, bool) else True  # against the spread too
+        if not isinstance(spread, (bool, str)) and below != math.inf:
             also = also | (data["effect"][:, :, j] >= below)
         at = (minutes % every == 0)[:, None]
         passed = (data["tasks"][:, :, j] >= 5) & (data["effect"][:, :, j] >= min_effect) & (z >= level) & also & at
@@ -146,6 +152,23 @@ def first_listing(data: dict[str, np.ndarray], zs: np.ndarray, rule: list) -> np
         hit |= passed
     hit &= (data["ends"] >= 60 * MIN)[:, None]
     return np.where(hit.any(axis=0), hit.argmax(axis=0), -1)
+
+
+def change_z(data: dict[str, np.ndarray], j: int, lag: int = 60) -> np.ndarray:
+    """Session 10's candidate: scale ``j``'s effect at each look judged against the node's own effect over the
+    180 minutes that ended ``lag`` minutes earlier (its baseline; a static hardware offset cancels), in standard
+    errors of the difference; +inf where the baseline holds < 5 tasks (no baseline: the plain rule alone)."""
+    z, effect, tasks = data["z"].astype(float), data["effect"].astype(float), data["tasks"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info = np.nan_to_num(np.where(effect != 0, (z / effect) ** 2, 0.0))
+    b = list(data["scales"]).index(180)
+    out = np.full(z.shape[:2], math.inf)
+    base_e, base_i, base_n = effect[:-lag, :, b], info[:-lag, :, b], tasks[:-lag, :, b]
+    now_e, now_i = effect[lag:, :, j], info[lag:, :, j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = (now_e - base_e) / np.sqrt(1.0 / now_i + 1.0 / base_i)
+    out[lag:] = np.where((base_n >= 5) & (base_i > 0) & (now_i > 0), diff, math.inf)
+    return out
 
 
 def found_effect(data: dict[str, np.ndarray], zs: np.ndarray, rule: list, i: int, k: int) -> float:
@@ -226,7 +249,9 @@ RULES = {"shipped": SHIPPED, **{f"window~{level:g}": window_rule(level) for leve
          **{f"window 4.6 & ~{level:g} if eff < {below:g}": window_candidate(level, below)
             for level in (4.0, 4.3, 4.5) for below in (0.8, 1.0, 1.2)},
          **{f"window 4.6 x{repeat}": window_candidate(None, repeat=repeat) for repeat in (2, 3)},
-         **{f"window 4.6 & ~{level:g} x2": window_candidate(level, repeat=2) for level in (4.0, 4.3)}}
+         **{f"window 4.6 & ~{level:g} x2": window_candidate(level, repeat=2) for level in (4.0, 4.3)},
+         **{f"window 4.6 & change {level:g}": [*SCANS, (60, 4.6, 5, 0.3, f"change {level:g}"), *SHIPPED[5:]]
+            for level in (2.0, 2.5, 3.0, 3.5)}}
 
 
 def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, markdown: bool = False) -> None:
