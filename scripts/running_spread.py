@@ -15,7 +15,8 @@ chance listings on the tuning days, but on reported seeds 1-5 it left a third of
 most of hetero-1.5x's unlisted; not shipped); session 10's candidates (``window_candidate``): ``window 4.6 & ~L``
 for more L, ``... if eff < E`` (the spread level asked only of nodes whose window effect is below E job std),
 ``window 4.6 xR`` / ``... xR`` (R consecutive 5-minute looks must pass) and ``window 4.6 & change C`` (the
-window's effect also C standard errors above the node's own 180-minute effect of an hour earlier, ``change_z``).
+window's effect also C standard errors above the node's own 180-minute effect of an hour earlier, ``change_z``),
+``window 4.6 & (~L or xR)`` (at once at L against the spread, otherwise only after R consecutive passing looks).
 The spread is taken over the three-window tallies of nodes with >= 5 tasks, by each estimator:
 
 * ``mad``: session 8's ``(1.4826 MAD)^2 - median(1 / information)``;
@@ -251,7 +252,11 @@ RULES = {"shipped": SHIPPED, **{f"window~{level:g}": window_rule(level) for leve
          **{f"window 4.6 x{repeat}": window_candidate(None, repeat=repeat) for repeat in (2, 3)},
          **{f"window 4.6 & ~{level:g} x2": window_candidate(level, repeat=2) for level in (4.0, 4.3)},
          **{f"window 4.6 & change {level:g}": [*SCANS, (60, 4.6, 5, 0.3, f"change {level:g}"), *SHIPPED[5:]]
-            for level in (2.0, 2.5, 3.0, 3.5)}}
+            for level in (2.0, 2.5, 3.0, 3.5)},
+         # at once at L against the spread, else only over R consecutive looks (two entries: either lists)
+         **{f"window 4.6 & (~{level:g} or x{repeat})": [*SCANS, (60, 4.6, 5, 0.3, level),
+                                                       (60, 4.6, 5, 0.3, False, math.inf, repeat), *SHIPPED[5:]]
+            for level in (3.5, 4.0, 4.3) for repeat in (2, 3)}}
 
 
 def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, markdown: bool = False) -> None:
