@@ -1,7 +1,9 @@
 """The running policy's listing rule replayed offline over tallies from scripts/running_tallies.py, with the
 cluster's spread of node effects estimated several ways (issue 21, sessions 8 and 9).
 
-Usage: PYTHONPATH=. python scripts/running_spread.py TALLY_DIR [--release] (tuning seeds 101+ only). Prints, per
+Usage: PYTHONPATH=. python scripts/running_spread.py TALLY_DIR [--release] [--estimator=NAME ...] [--markdown]
+(tuning seeds 101+ only; ``--estimator`` keeps only the named spread estimators, ``--markdown`` prints one table
+row per rule). Prints, per
 rule and spread estimator and per scenario, chance listings (healthy nodes ever listed) / faulty nodes never listed
 while slow (the median minutes from onset to listing) and the mean spread (tau, the square root of the estimate,
 over every 5-minute look). Rules: ``plain`` (session 7's levels, no spread); ``shipped``, the detector's rule
@@ -10,8 +12,12 @@ exactly (``registry.running_detector`` at a 60-s period): the 10-20 minute scans
 of at least 1.5, against the spread; ``window~L``: the window against the spread at L instead of its plain 4.6;
 ``window 4.6 & ~L``: at L against the spread as well as its plain 4.6 (session 9 tried 4.3 in the detector: zero
 chance listings on the tuning days, but on reported seeds 1-5 it left a third of hetero-wide-2x's 2x nodes and
-most of hetero-1.5x's unlisted; not shipped). The spread is taken over the three-window tallies of nodes with >= 5
-tasks, by each estimator:
+most of hetero-1.5x's unlisted; not shipped); session 10's candidates (``window_candidate``): ``window 4.6 & ~L``
+for more L, ``... if eff < E`` (the spread level asked only of nodes whose window effect is below E job std),
+``window 4.6 xR`` / ``... xR`` (R consecutive 5-minute looks must pass) and ``window 4.6 & change C`` (the
+window's effect also C standard errors above the node's own 180-minute effect of an hour earlier, ``change_z``),
+``window 4.6 & (~L or xR)`` (at once at L against the spread, otherwise only after R consecutive passing looks).
+The spread is taken over the three-window tallies of nodes with >= 5 tasks, by each estimator:
 
 * ``mad``: session 8's ``(1.4826 MAD)^2 - median(1 / information)``;
 * ``std``: ``censored.node_spread`` untrimmed (each node standardised by its own noise + tau^2);
@@ -117,17 +123,53 @@ def spread_z(data: dict[str, np.ndarray], estimator: Estimator) -> tuple[np.ndar
 
 
 def first_listing(data: dict[str, np.ndarray], zs: np.ndarray, rule: list) -> np.ndarray:
-    """Per node, the first look it is listed at (-1: never); no listing in the first hour (the warm-up)."""
+    """Per node, the first look it is listed at (-1: never); no listing in the first hour (the warm-up).
+
+    A rule entry may carry two more fields (session 10 candidates, none shipped): ``below``, the spread level
+    (``spread`` a number) asked only of nodes whose effect on that scale is below it (at or above it the plain
+    level alone lists); ``repeat``, how many consecutive looks of that scale must all pass."""
     scales, minutes = list(data["scales"]), data["ends"] // MIN
     hit = np.zeros(data["z"].shape[:2], dtype=bool)
-    for m, level, every, min_effect, spread in rule:
+    for m, level, every, min_effect, spread, *extra in rule:
+        below, repeat = (extra[0] if extra else math.inf), (extra[1] if len(extra) > 1 else 1)
         j = scales.index(m)
         z = (zs if spread is True else data["z"])[:, :, j]
-        also = zs[:, :, j] >= spread if not isinstance(spread, bool) else True  # a level against the spread too
-        hit |= ((data["tasks"][:, :, j] >= 5) & (data["effect"][:, :, j] >= min_effect) & (z >= level) & also
-                & (minutes % every == 0)[:, None])
+        if isinstance(spread, str):  # "change L": z of the effect against the node's own earlier effect
+            also = change_z(data, j) >= float(spread.split()[1])
+        else:
+            also = zs[:, :, j] >= spread if not isinstance(spread, bool) else True  # against the spread too
+        if not isinstance(spread, (bool, str)) and below != math.inf:
+            also = also | (data["effect"][:, :, j] >= below)
+        at = (minutes % every == 0)[:, None]
+        passed = (data["tasks"][:, :, j] >= 5) & (data["effect"][:, :, j] >= min_effect) & (z >= level) & also & at
+        if repeat > 1:
+            looks = np.flatnonzero(at[:, 0])  # this scale's looks; a listing needs `repeat` passes in a row
+            run = passed[looks].astype(int)
+            for r in range(1, int(repeat)):
+                run[r:] += passed[looks][:-r]
+            run[: int(repeat) - 1] = 0
+            passed = np.zeros_like(passed)
+            passed[looks] = run >= repeat
+        hit |= passed
     hit &= (data["ends"] >= 60 * MIN)[:, None]
     return np.where(hit.any(axis=0), hit.argmax(axis=0), -1)
+
+
+def change_z(data: dict[str, np.ndarray], j: int, lag: int = 60) -> np.ndarray:
+    """Session 10's candidate: scale ``j``'s effect at each look judged against the node's own effect over the
+    180 minutes that ended ``lag`` minutes earlier (its baseline; a static hardware offset cancels), in standard
+    errors of the difference; +inf where the baseline holds < 5 tasks (no baseline: the plain rule alone)."""
+    z, effect, tasks = data["z"].astype(float), data["effect"].astype(float), data["tasks"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info = np.nan_to_num(np.where(effect != 0, (z / effect) ** 2, 0.0))
+    b = list(data["scales"]).index(180)
+    out = np.full(z.shape[:2], math.inf)
+    base_e, base_i, base_n = effect[:-lag, :, b], info[:-lag, :, b], tasks[:-lag, :, b]
+    now_e, now_i = effect[lag:, :, j], info[lag:, :, j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diff = (now_e - base_e) / np.sqrt(1.0 / now_i + 1.0 / base_i)
+    out[lag:] = np.where((base_n >= 5) & (base_i > 0) & (now_i > 0), diff, math.inf)
+    return out
 
 
 def found_effect(data: dict[str, np.ndarray], zs: np.ndarray, rule: list, i: int, k: int) -> float:
@@ -194,11 +236,30 @@ def window_rule(level: float, plain: bool = False) -> list:
     return [*SCANS, (60, 4.6, 5, 0.3, level) if plain else (60, level, 5, 0.3, True), *SHIPPED[5:]]
 
 
+def window_candidate(spread_level: float | None, below: float = math.inf, repeat: int = 1) -> list:
+    """Session 10's candidates: the shipped rule with its plain 60-minute window at 4.6 asking as well z
+    ``spread_level`` against the spread (None: not) of nodes whose window effect is below ``below`` job std, over
+    ``repeat`` consecutive 5-minute looks."""
+    spread = False if spread_level is None else spread_level
+    return [*SCANS, (60, 4.6, 5, 0.3, spread, below, repeat), *SHIPPED[5:]]
+
+
 RULES = {"shipped": SHIPPED, **{f"window~{level:g}": window_rule(level) for level in (4.0, 4.3, 4.6)},
-         **{f"window 4.6 & ~{level:g}": window_rule(level, True) for level in (3.5, 4.0, 4.3)}}
+         **{f"window 4.6 & ~{level:g}": window_rule(level, True) for level in (3.5, 4.0, 4.3)},
+         **{f"window 4.6 & ~{level:g}": window_candidate(level) for level in (4.2, 4.4, 4.5)},
+         **{f"window 4.6 & ~{level:g} if eff < {below:g}": window_candidate(level, below)
+            for level in (4.0, 4.3, 4.5) for below in (0.8, 1.0, 1.2)},
+         **{f"window 4.6 x{repeat}": window_candidate(None, repeat=repeat) for repeat in (2, 3)},
+         **{f"window 4.6 & ~{level:g} x2": window_candidate(level, repeat=2) for level in (4.0, 4.3)},
+         **{f"window 4.6 & change {level:g}": [*SCANS, (60, 4.6, 5, 0.3, f"change {level:g}"), *SHIPPED[5:]]
+            for level in (2.0, 2.5, 3.0, 3.5)},
+         # at once at L against the spread, else only over R consecutive looks (two entries: either lists)
+         **{f"window 4.6 & (~{level:g} or x{repeat})": [*SCANS, (60, 4.6, 5, 0.3, level),
+                                                       (60, 4.6, 5, 0.3, False, math.inf, repeat), *SHIPPED[5:]]
+            for level in (3.5, 4.0, 4.3) for repeat in (2, 3)}}
 
 
-def main(folder: Path, releases_too: bool) -> None:
+def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, markdown: bool = False) -> None:
     table: dict[tuple[str, str], dict[str, list[float]]] = {}
     releases: dict[tuple[str, float], list[str]] = {}
     for path in sorted(folder.glob("*.npz")):
@@ -207,6 +268,8 @@ def main(folder: Path, releases_too: bool) -> None:
         _score(data, first_listing(data, data["z"], PLAIN),
                table.setdefault(("plain", _scenario(path)), {"chance": [], "never": [], "delay": [], "tau": []}))
         for name, estimator in ESTIMATORS.items():
+            if estimators and name not in estimators:
+                continue
             zs, taus = spread_z(data, estimator)
             for rule_name, rule in RULES.items():
                 first = first_listing(data, zs, rule)
@@ -217,6 +280,9 @@ def main(folder: Path, releases_too: bool) -> None:
                 if releases_too and name == DEFAULT and rule is SHIPPED:
                     _releases(data, zs, first, releases)
     scenarios = sorted({scenario for _, scenario in table})
+    if markdown:
+        _markdown(table, scenarios)
+        return
     print("rule, estimator: per scenario chance listings / never listed while slow (median minutes to listing), "
           "mean tau")
     for rule_name in sorted({r for r, _ in table}, key=lambda r: (r != "plain", r)):
@@ -236,5 +302,25 @@ def main(folder: Path, releases_too: bool) -> None:
               f"{values.count('never')}, recovery to release med {median} min (n {len(late)})")
 
 
+def _markdown(table: dict[tuple[str, str], dict[str, list[float]]], scenarios: list[str]) -> None:
+    """One row per rule: chance listings on every scenario, then never listed while slow (of how many) and the
+    median minutes from onset to listing on the faulty ones."""
+    counts = {s: table[("plain", s)]["never"] + table[("plain", s)]["delay"] for s in scenarios}
+    print("| rule | " + " | ".join(f"{s} ({len(counts[s])})" if counts[s] else s for s in scenarios) + " |")
+    print("|---" * (len(scenarios) + 1) + "|")
+    for rule_name in sorted({r for r, _ in table}, key=lambda r: (r != "plain", r != f"shipped, {DEFAULT}", r)):
+        cells = []
+        for scenario in scenarios:
+            row = table.get((rule_name, scenario), {"chance": [], "never": [], "delay": []})
+            cell = f"{len(row['chance'])}"
+            if counts[scenario]:
+                delay = f" ({np.median(row['delay']):.0f})" if row["delay"] else ""
+                cell += f" / {len(row['never'])}{delay}"
+            cells.append(cell)
+        print(f"| {rule_name} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), "--release" in sys.argv[2:])
+    flags = sys.argv[2:]
+    chosen = [f.split("=", 1)[1] for f in flags if f.startswith("--estimator=")]
+    main(Path(sys.argv[1]), "--release" in flags, chosen or None, "--markdown" in flags)
