@@ -156,7 +156,7 @@ def first_listing(data: dict[str, np.ndarray], zs: np.ndarray, rule: list) -> np
 
 
 def change_z(data: dict[str, np.ndarray], j: int, lag: int = 60) -> np.ndarray:
-    """Session 10's candidate: scale ``j``'s effect at each look judged against the node's own effect over the
+    """Session 9's later candidate: scale ``j``'s effect at each look judged against the node's own effect over the
     180 minutes that ended ``lag`` minutes earlier (its baseline; a static hardware offset cancels), in standard
     errors of the difference; +inf where the baseline holds < 5 tasks (no baseline: the plain rule alone)."""
     z, effect, tasks = data["z"].astype(float), data["effect"].astype(float), data["tasks"]
@@ -237,7 +237,7 @@ def window_rule(level: float, plain: bool = False) -> list:
 
 
 def window_candidate(spread_level: float | None, below: float = math.inf, repeat: int = 1) -> list:
-    """Session 10's candidates: the shipped rule with its plain 60-minute window at 4.6 asking as well z
+    """Session 9's later candidates: the shipped rule with its plain 60-minute window at 4.6 asking as well z
     ``spread_level`` against the spread (None: not) of nodes whose window effect is below ``below`` job std, over
     ``repeat`` consecutive 5-minute looks."""
     spread = False if spread_level is None else spread_level
