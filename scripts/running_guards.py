@@ -1,5 +1,5 @@
 """Which guard of the running policy's shipped rule keeps each slow node unlisted, offline over tallies from
-scripts/running_tallies.py (issue 21, session 10).
+scripts/running_tallies.py (issue 21, session 9).
 
 Usage: PYTHONPATH=. python scripts/running_guards.py TALLY_DIR SCENARIO|--chance (tuning seeds 101+ only;
 ``--chance``: every healthy node the shipped rule lists, and by which scale; ``--window``: the z against the spread

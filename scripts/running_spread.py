@@ -12,7 +12,7 @@ exactly (``registry.running_detector`` at a 60-s period): the 10-20 minute scans
 of at least 1.5, against the spread; ``window~L``: the window against the spread at L instead of its plain 4.6;
 ``window 4.6 & ~L``: at L against the spread as well as its plain 4.6 (session 9 tried 4.3 in the detector: zero
 chance listings on the tuning days, but on reported seeds 1-5 it left a third of hetero-wide-2x's 2x nodes and
-most of hetero-1.5x's unlisted; not shipped); session 10's candidates (``window_candidate``): ``window 4.6 & ~L``
+most of hetero-1.5x's unlisted; not shipped); session 9's later candidates (``window_candidate``): ``window 4.6 & ~L``
 for more L, ``... if eff < E`` (the spread level asked only of nodes whose window effect is below E job std),
 ``window 4.6 xR`` / ``... xR`` (R consecutive 5-minute looks must pass) and ``window 4.6 & change C`` (the
 window's effect also C standard errors above the node's own 180-minute effect of an hour earlier, ``change_z``),
@@ -125,7 +125,7 @@ def spread_z(data: dict[str, np.ndarray], estimator: Estimator) -> tuple[np.ndar
 def first_listing(data: dict[str, np.ndarray], zs: np.ndarray, rule: list) -> np.ndarray:
     """Per node, the first look it is listed at (-1: never); no listing in the first hour (the warm-up).
 
-    A rule entry may carry two more fields (session 10 candidates, none shipped): ``below``, the spread level
+    A rule entry may carry two more fields (session 9's later candidates, none shipped): ``below``, the spread level
     (``spread`` a number) asked only of nodes whose effect on that scale is below it (at or above it the plain
     level alone lists); ``repeat``, how many consecutive looks of that scale must all pass."""
     scales, minutes = list(data["scales"]), data["ends"] // MIN
