@@ -87,6 +87,18 @@ def main(folder: Path, scenario: str) -> None:
                  if key in only_spread else ""))
 
 
+def listing_scales(data: dict, zs: np.ndarray, minute: np.ndarray, k: int, i: int) -> list[tuple]:
+    """The shipped rule's scales that list node ``i`` at look ``k``: (minutes, level, scale index) each."""
+    scales, passing = list(data["scales"]), []
+    for m, level, every, min_effect, spread in SHIPPED:
+        j = scales.index(m)
+        judged = zs[k, i, j] if spread is True else data["z"][k, i, j]
+        if (minute[k] % every == 0 and data["tasks"][k, i, j] >= 5 and data["effect"][k, i, j] >= min_effect
+                and judged >= level):
+            passing.append((m, level, j))
+    return passing
+
+
 def chance(folder: Path) -> None:
     """Every healthy node the shipped rule lists, with the scales that list it at its first listing."""
     print("file | node | minute | scale level: plain z, z against the spread, effect, tasks | tau")
@@ -94,19 +106,15 @@ def chance(folder: Path) -> None:
         data = dict(np.load(path))
         zs, taus = spread_z(data, ESTIMATORS[DEFAULT])
         first = first_listing(data, zs, SHIPPED)
-        spans, nodes, scales = json.loads(str(data["spans"])), list(data["nodes"]), list(data["scales"])
+        spans, nodes = json.loads(str(data["spans"])), list(data["nodes"])
         minute = data["ends"] // MIN
         for i in np.flatnonzero(first >= 0):
             if nodes[i] in spans:
                 continue
-            k, why = first[i], []
-            for m, level, every, min_effect, spread in SHIPPED:
-                j = scales.index(m)
-                judged = zs[k, i, j] if spread is True else data["z"][k, i, j]
-                if (minute[k] % every == 0 and data["tasks"][k, i, j] >= 5 and data["effect"][k, i, j] >= min_effect
-                        and judged >= level):
-                    why.append(f"{m} min {level:g}: {data['z'][k, i, j]:.2f}, {zs[k, i, j]:.2f}, "
-                               f"{data['effect'][k, i, j]:.2f}, {data['tasks'][k, i, j]}")
+            k = first[i]
+            why = [f"{m} min {level:g}: {data['z'][k, i, j]:.2f}, {zs[k, i, j]:.2f}, "
+                   f"{data['effect'][k, i, j]:.2f}, {data['tasks'][k, i, j]}"
+                   for m, level, j in listing_scales(data, zs, minute, k, i)]
             tau = taus[int((minute[: k + 1] % 5 == 0).sum()) - 1]  # the last 5-minute look's
             print(f"{path.stem} | {nodes[i]} | {minute[k]} | {'; '.join(why)} | {tau:.3f}")
 
@@ -122,13 +130,8 @@ def window_only(folder: Path) -> None:
         spans, nodes, scales = json.loads(str(data["spans"])), list(data["nodes"]), list(data["scales"])
         minute = data["ends"] // MIN
         for i in np.flatnonzero(first >= 0):
-            k, by = first[i], []
-            for m, level, every, min_effect, spread in SHIPPED:
-                j = scales.index(m)
-                judged = zs[k, i, j] if spread is True else data["z"][k, i, j]
-                if (minute[k] % every == 0 and data["tasks"][k, i, j] >= 5 and data["effect"][k, i, j] >= min_effect
-                        and judged >= level):
-                    by.append(m)
+            k = first[i]
+            by = [m for m, _, _ in listing_scales(data, zs, minute, k, i)]
             if by == [60]:
                 j = scales.index(60)
                 rows[(_scenario(path), nodes[i] in spans)].append((float(zs[k, i, j]), float(data["effect"][k, i, j])))
