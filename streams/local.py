@@ -52,6 +52,11 @@ class RunCounts:
     last_ts_us: int = -1
 
 
+# Events per ``feed_batch`` in ``run``: the per-event overhead of a stage's advance shared by a thousand events
+# (results do not depend on it).
+RUN_BATCH = 1000
+
+
 class LocalPipeline:
     """Statistics, ranking and blacklist decisions in-process.
 
@@ -127,15 +132,15 @@ class LocalPipeline:
             deltas.extend(self._collect(self.ranking.finish(end)))
         return deltas
 
-    def run(self, events: Iterable[Event], finish: bool = True, batch: int = 0) -> Iterator[BlacklistDelta]:
+    def run(self, events: Iterable[Event], finish: bool = True, batch: int = RUN_BATCH) -> Iterator[BlacklistDelta]:
         """Every delta of the whole trace, in order.
 
         With ``finish=False`` the end of the trace is not treated as the end of time: open jobs stay open and
         only boundaries every partition has passed are ranked, exactly what a live Kafka worker publishes.
-        Events are taken ``batch`` at a time (0: ``RUN_BATCH``), and a batch's deltas come once all of it is
+        Events are taken ``batch`` at a time, and a batch's deltas come once all of it is
         in: pass ``batch=1`` for a live or blocking source, so no delta waits for events still to come.
         """
-        size = batch or RUN_BATCH
+        size = max(1, batch)
         with fewer_collections():
             if size == 1 or self.sees_each_event():
                 for event in events:  # one at a time: as soon as it arrives, or each ranking seen before the next
@@ -204,9 +209,6 @@ class LocalPipeline:
         return deltas
 
 
-# Events per ``feed_batch`` in ``run``: the per-event overhead of a stage's advance shared by a thousand events
-# (results do not depend on it).
-RUN_BATCH = 1000
 # Collections of the youngest generation every this many allocations (CPython's default: 700) during a run.
 GC_YOUNG_THRESHOLD = 50_000
 _lock = threading.Lock()
