@@ -100,24 +100,24 @@ ESTIMATORS: dict[str, Estimator] = {
     "drop z3": lambda e, i, z: mad_spread(e[z < 3.0], i[z < 3.0], z),
     **{f"moment {c:g}": partial(lambda e, i, z, c: trimmed_moment(e, i, c), c=c) for c in (2.5, 3.0)},
 }
+ONLY: list[str] = []  # --rules=TEXT (repeatable): only rules whose name holds one of them
 DEFAULT = f"trim {SPREAD_TRIM_Z:g}"  # what censored.node_spread does with its default
 
 
 def spread_z(data: dict[str, np.ndarray], estimator: Estimator) -> tuple[np.ndarray, list[float]]:
-    """z judged against the spread of node effects over the 180-min tallies, every scale, at every 5-minute look
-    (the only ones a spread scale judges at), and tau there."""
+    """z judged against the spread of node effects over the 180-min tallies, every scale, at every look (the
+    shipped spread scales judge at 5-minute looks only; session 10's scan candidates every minute), and tau at
+    the 5-minute looks."""
     z, effect, tasks = data["z"].astype(float), data["effect"].astype(float), data["tasks"]
     with np.errstate(divide="ignore", invalid="ignore"):
         info = np.nan_to_num(np.where(effect != 0, (z / effect) ** 2, 0.0))
     j = list(data["scales"]).index(180)
     out, taus = z.copy(), []
     for k in range(z.shape[0]):
-        every5 = (data["ends"][k] // MIN) % 5 == 0
-        if not every5:
-            continue
         ok = (tasks[k, :, j] >= 5) & (info[k, :, j] > 0)
         tau2 = estimator(effect[k, ok, j], info[k, ok, j], z[k, ok, j])
-        taus.append(math.sqrt(tau2))
+        if (data["ends"][k] // MIN) % 5 == 0:
+            taus.append(math.sqrt(tau2))
         out[k] = z[k] / np.sqrt(1.0 + tau2 * info[k])
     return out, taus
 
@@ -259,6 +259,31 @@ RULES = {"shipped": SHIPPED, **{f"window~{level:g}": window_rule(level) for leve
             for level in (3.5, 4.0, 4.3) for repeat in (2, 3)}}
 
 
+def either(m: float, level: float, every: int, at_once: float | None, repeat: int) -> list:
+    """One scale listing at once at ``at_once`` against the spread (None: never at once), otherwise only after
+    ``repeat`` consecutive passing looks (1: at once on its plain level, the shipped scales)."""
+    if repeat == 1:
+        return [(m, level, every, 0.3, False)]
+    once = [] if at_once is None else [(m, level, every, 0.3, at_once)]
+    return [*once, (m, level, every, 0.3, False, math.inf, repeat)]
+
+
+def session10(window: tuple[float | None, int], scans: tuple[float | None, int] = (None, 1)) -> list:
+    """Session 10's candidates: the shipped rule with the window and the scans each ``(at_once, repeat)``
+    (``either``; a scan's looks are every minute, so its repeat counts minutes); (None, 1) is the shipped scale."""
+    return [*(entry for m, *_ in SCANS for entry in either(m, 4.75, 1, *scans)),
+            *either(60, 4.6, 5, *window), *SHIPPED[5:]]
+
+
+SESSION10 = {f"s10 window {w} scans {s}": session10(w, s)
+             for w in ((None, 1), (3.5, 3), (4.0, 3), (4.3, 3))
+             for s in ((None, 1), (4.0, 3), (4.3, 3), (4.5, 3), (4.5, 5), (None, 3), (None, 5))}
+RULES |= SESSION10
+RULES |= {f"s10 window {w} scans ~{level:g}": [*((m, 4.75, 1, 0.3, level) for m, *_ in SCANS),
+                                               *either(60, 4.6, 5, *w), *SHIPPED[5:]]
+          for w in ((None, 1), (3.5, 3), (4.0, 3), (4.3, 3)) for level in (4.0, 4.3, 4.5)}
+
+
 def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, markdown: bool = False) -> None:
     table: dict[tuple[str, str], dict[str, list[float]]] = {}
     releases: dict[tuple[str, float], list[str]] = {}
@@ -272,6 +297,8 @@ def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, 
                 continue
             zs, taus = spread_z(data, estimator)
             for rule_name, rule in RULES.items():
+                if ONLY and not any(o in rule_name for o in ONLY):
+                    continue
                 first = first_listing(data, zs, rule)
                 row = table.setdefault((f"{rule_name}, {name}", _scenario(path)),
                                        {"chance": [], "never": [], "delay": [], "tau": []})
@@ -322,5 +349,6 @@ def _markdown(table: dict[tuple[str, str], dict[str, list[float]]], scenarios: l
 
 if __name__ == "__main__":
     flags = sys.argv[2:]
+    ONLY[:] = [f.split("=", 1)[1] for f in flags if f.startswith("--rules=")]
     chosen = [f.split("=", 1)[1] for f in flags if f.startswith("--estimator=")]
     main(Path(sys.argv[1]), "--release" in flags, chosen or None, "--markdown" in flags)
