@@ -100,7 +100,7 @@ RUNNING_Z_LARGE, RUNNING_LARGE_EFFECT = 4.0, 1.5
 # hetero-1.5x's 15 unlisted (a choice made after seeing them; docs/scenarios.md, session 9).
 # Session 10 (offline on the tuning tallies, seeds 101+: 50 healthy days, heterogeneous runs with 1.3x-2x faults;
 # scripts/running_spread.py): on heterogeneous hardware a healthy node's pass of the window or a scan is a lucky
-# high of a slower generation, at most z 3.9 (window) / 4.3 (scans) against the spread and gone at the next look;
+# high of a slower generation, at most z 3.9 (window) / 4.42 (scans) against the spread and gone at the next look;
 # slow nodes keep passing or stand beyond the spread. The window lists at once only at z 4.3 against the spread as
 # well, otherwise after 3 consecutive passing looks; each scan at once at 4.5, otherwise after 3 passing minutes.
 # The tuning set's chance listings 9 -> 0 (hetero-wide-24h 1, hetero-wide-2x 3, hetero-1.5x 5); equal hardware

@@ -12,8 +12,11 @@ spread of task times).
 A node is *clearly slow* over a scale when ``z >= z_list`` (a strict level, per scale if it says so: a 100-node
 cluster is looked at tens of thousands of times a day) and its effect is at least ``min_effect`` (a robust effect
 size: slightly slower healthy hardware is significant over hours but small), with at least ``min_tasks`` tasks.
-It is a suspect after ``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a
-cold start sees young jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
+A scale with ``repeat`` > 1 lists only after that many of its consecutive looks found the node clearly slow, or at
+once where its z against the cluster's spread of node effects also reaches the scale's ``at_once`` (on
+heterogeneous hardware a healthy node's lucky high passes once; ``Scale``). It is a suspect after
+``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a cold start sees young
+jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
 it has *recovered*: some scale with at least ``release_tasks`` tasks shows an effect clearly (``z_release``
 standard errors) below ``recovery_ratio`` times the one it was found with. A node that started no
 task for ``quiet_us`` and runs none (the scheduler honours the list) is forgotten, its old tasks with it, and
