@@ -63,6 +63,10 @@ _SUITE = (
              "that counts them, on hardware with a real spread (not tuned on: defined in session 9 before its "
              "first run)", nodes=150, rate=45, hours=5, hardware=(0.93, 1.0, 1.07),
              faults=(Fault(15, 1.3, onset_h=1, recovery_h=4),), tags=("unseen",)),
+    Scenario("hetero-old-rack-24h", "120 healthy nodes, three quarters of one generation and a quarter of an older "
+             "one at 1.1x, 24 h, 25 tasks/node/h: a skewed mix (a minority slower rack, not even thirds) the spread "
+             "estimate must not trim away as suspects (not tuned on: defined in session 10 before its first run)",
+             nodes=120, rate=25, hours=24, hardware=(1.0, 1.0, 1.0, 1.1), tags=("healthy", "unseen")),
     Scenario("over-cap-2x", "20 of 100 nodes 2x slow from 1 h to 3 h: twice what the 10 % cap allows",
              nodes=100, rate=60, hours=4, faults=(Fault(20, 2.0, onset_h=1, recovery_h=3),)),
 )

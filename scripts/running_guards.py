@@ -9,7 +9,9 @@ for every scale of the rule, looks during the fault (after the first hour's warm
 counted by the first guard they fail, in the detector's order: ``tasks`` (< 5), ``effect`` (below the scale's minimum),
 ``z`` (plain z below the level), ``spread`` (plain z at the level, z against the spread below it). Printed: per scale,
 the share of those looks each guard stopped; the node's best plain and spread z per scale and the minute (from onset)
-of the best, the effect there; per spread scale, how many missed nodes failed only the spread at some look.
+of the best, the effect there; per spread scale, how many missed nodes failed only the spread at some look. Session
+10's window and scans (listed at once against the spread, or after 3 passing looks) count here by their plain
+guards: a look "passed" there may not have listed the node.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def main(folder: Path, scenario: str) -> None:
                 continue
             missed += 1
             active = (ends >= max(onset, 60 * MIN)) & (ends < (end or 1 << 62))
-            for m, level, every, min_effect, spread in SHIPPED:
+            for m, level, every, min_effect, spread in _scales():
                 j = scales.index(m)
                 ks = np.flatnonzero(active & (minutes % every == 0))
                 plain, against = data["z"][ks, i, j], zs[ks, i, j]
@@ -87,16 +89,30 @@ def main(folder: Path, scenario: str) -> None:
                  if key in only_spread else ""))
 
 
+def _scales() -> list[tuple]:
+    """The rule's scales once each (an at-once and a repeat entry of one scale share its guards)."""
+    return list(dict.fromkeys(tuple(entry[:5]) if entry[4] is True else (*entry[:4], False) for entry in SHIPPED))
+
+
 def listing_scales(data: dict, zs: np.ndarray, minute: np.ndarray, k: int, i: int) -> list[tuple]:
-    """The shipped rule's scales that list node ``i`` at look ``k``: (minutes, level, scale index) each."""
+    """The shipped rule's scales that list node ``i`` at look ``k``: (minutes, level, scale index) each; a repeat
+    entry lists when this look and its ``repeat - 1`` looks before all passed."""
     scales, passing = list(data["scales"]), []
-    for m, level, every, min_effect, spread in SHIPPED:
-        j = scales.index(m)
-        judged = zs[k, i, j] if spread is True else data["z"][k, i, j]
-        if (minute[k] % every == 0 and data["tasks"][k, i, j] >= 5 and data["effect"][k, i, j] >= min_effect
-                and judged >= level):
+    for m, level, every, min_effect, spread, *extra in SHIPPED:
+        j, repeat = scales.index(m), int(extra[1]) if len(extra) > 1 else 1
+        looks = [q for q in range(k, -1, -1) if minute[q] % every == 0][:repeat]
+        if (m, level, j) in passing or not looks or looks[0] != k or len(looks) < repeat:
+            continue
+        if all(_passes(data, zs, q, i, j, (level, min_effect, spread)) for q in looks):
             passing.append((m, level, j))
     return passing
+
+
+def _passes(data: dict, zs: np.ndarray, q: int, i: int, j: int, guards: tuple) -> bool:
+    level, min_effect, spread = guards
+    judged = zs[q, i, j] if spread is True else data["z"][q, i, j]
+    also = isinstance(spread, bool) or zs[q, i, j] >= spread  # an at-once entry: against the spread too
+    return bool(data["tasks"][q, i, j] >= 5 and data["effect"][q, i, j] >= min_effect and judged >= level and also)
 
 
 def chance(folder: Path) -> None:

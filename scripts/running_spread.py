@@ -1,22 +1,27 @@
 """The running policy's listing rule replayed offline over tallies from scripts/running_tallies.py, with the
-cluster's spread of node effects estimated several ways (issue 21, sessions 8 and 9).
+cluster's spread of node effects estimated several ways (issue 21, sessions 8-10).
 
 Usage: PYTHONPATH=. python scripts/running_spread.py TALLY_DIR [--release] [--estimator=NAME ...] [--markdown]
-(tuning seeds 101+ only; ``--estimator`` keeps only the named spread estimators, ``--markdown`` prints one table
-row per rule). Prints, per
-rule and spread estimator and per scenario, chance listings (healthy nodes ever listed) / faulty nodes never listed
+[--rules=TEXT ...] (tuning seeds 101+ only; ``--estimator`` keeps only the named spread estimators, ``--markdown``
+prints one table row per rule, ``--rules`` keeps only rules whose name holds one of the texts). Prints, per rule
+and spread estimator and per scenario, chance listings (healthy nodes ever listed) / faulty nodes never listed
 while slow (the median minutes from onset to listing) and the mean spread (tau, the square root of the estimate,
 over every 5-minute look). Rules: ``plain`` (session 7's levels, no spread); ``shipped``, the detector's rule
-exactly (``registry.running_detector`` at a 60-s period): the 10-20 minute scans at z 4.75 every minute, the
-60-minute window every 5 minutes at a plain z 4.6, three windows every 5 minutes at 4.9 and at 4.0 with an effect
-of at least 1.5, against the spread; ``window~L``: the window against the spread at L instead of its plain 4.6;
-``window 4.6 & ~L``: at L against the spread as well as its plain 4.6 (session 9 tried 4.3 in the detector: zero
-chance listings on the tuning days, but on reported seeds 1-5 it left a third of hetero-wide-2x's 2x nodes and
-most of hetero-1.5x's unlisted; not shipped); session 9's later candidates (``window_candidate``): ``window 4.6 & ~L``
-for more L, ``... if eff < E`` (the spread level asked only of nodes whose window effect is below E job std),
-``window 4.6 xR`` / ``... xR`` (R consecutive 5-minute looks must pass) and ``window 4.6 & change C`` (the
-window's effect also C standard errors above the node's own 180-minute effect of an hour earlier, ``change_z``),
-``window 4.6 & (~L or xR)`` (at once at L against the spread, otherwise only after R consecutive passing looks).
+exactly (``registry.running_detector`` at a 60-s period; session 10's): the 10-20 minute scans at z 4.75 every
+minute, each listing at once at 4.5 against the spread as well, otherwise after 3 consecutive passing minutes; the
+60-minute window every 5 minutes at a plain z 4.6, at once at 4.3 against the spread as well, otherwise after 3
+consecutive passing looks; three windows every 5 minutes at 4.9 and at 4.0 with an effect of at least 1.5, against
+the spread; ``session 9``: the rule before, the window and the scans plain and at once; ``window~L``: the window
+against the spread at L instead of its plain 4.6; ``window 4.6 & ~L``: at L against the spread as well as its plain
+4.6 (session 9 tried 4.3 in the detector: zero chance listings on the tuning days, but on reported seeds 1-5 it
+left a third of hetero-wide-2x's 2x nodes and most of hetero-1.5x's unlisted; not shipped); session 9's later
+candidates (``window_candidate``): ``window 4.6 & ~L`` for more L, ``... if eff < E`` (the spread level asked only
+of nodes whose window effect is below E job std), ``window 4.6 xR`` / ``... xR`` (R consecutive 5-minute looks must
+pass) and ``window 4.6 & change C`` (the window's effect also C standard errors above the node's own 180-minute
+effect of an hour earlier, ``change_z``), ``window 4.6 & (~L or xR)`` (at once at L against the spread, otherwise
+only after R consecutive passing looks); session 10's ``s10 window W scans S`` (``session10``), each ``(L, R)`` so,
+the scans too. All but ``shipped`` and ``s10 ...`` keep session 9's plain scans.
+
 The spread is taken over the three-window tallies of nodes with >= 5 tasks, by each estimator:
 
 * ``mad``: session 8's ``(1.4826 MAD)^2 - median(1 / information)``;
@@ -51,7 +56,8 @@ MIN = 60_000_000
 # against the spread must reach as well as the plain z its level)
 SCANS = [(m, 4.75, 1, 0.3, False) for m in (10, 12, 15, 20)]
 PLAIN = [*SCANS, (60, 4.6, 5, 0.3, False), (180, 4.9, 5, 0.3, False)]
-SHIPPED = [*SCANS, (60, 4.6, 5, 0.3, False), (180, 4.9, 5, 0.3, True), (180, 4.0, 5, 1.5, True)]
+THREE = [(180, 4.9, 5, 0.3, True), (180, 4.0, 5, 1.5, True)]  # three windows against the spread
+SESSION9 = [*SCANS, (60, 4.6, 5, 0.3, False), *THREE]  # the rule shipped until session 10
 Estimator = Callable[[np.ndarray, np.ndarray, np.ndarray], float]  # effects, information, plain z -> tau^2
 
 
@@ -100,24 +106,24 @@ ESTIMATORS: dict[str, Estimator] = {
     "drop z3": lambda e, i, z: mad_spread(e[z < 3.0], i[z < 3.0], z),
     **{f"moment {c:g}": partial(lambda e, i, z, c: trimmed_moment(e, i, c), c=c) for c in (2.5, 3.0)},
 }
+ONLY: list[str] = []  # --rules=TEXT (repeatable): only rules whose name holds one of them
 DEFAULT = f"trim {SPREAD_TRIM_Z:g}"  # what censored.node_spread does with its default
 
 
 def spread_z(data: dict[str, np.ndarray], estimator: Estimator) -> tuple[np.ndarray, list[float]]:
-    """z judged against the spread of node effects over the 180-min tallies, every scale, at every 5-minute look
-    (the only ones a spread scale judges at), and tau there."""
+    """z judged against the spread of node effects over the 180-min tallies, every scale, at every look (the
+    shipped spread scales judge at 5-minute looks only; session 10's scan candidates every minute), and tau at
+    the 5-minute looks."""
     z, effect, tasks = data["z"].astype(float), data["effect"].astype(float), data["tasks"]
     with np.errstate(divide="ignore", invalid="ignore"):
         info = np.nan_to_num(np.where(effect != 0, (z / effect) ** 2, 0.0))
     j = list(data["scales"]).index(180)
     out, taus = z.copy(), []
     for k in range(z.shape[0]):
-        every5 = (data["ends"][k] // MIN) % 5 == 0
-        if not every5:
-            continue
         ok = (tasks[k, :, j] >= 5) & (info[k, :, j] > 0)
         tau2 = estimator(effect[k, ok, j], info[k, ok, j], z[k, ok, j])
-        taus.append(math.sqrt(tau2))
+        if (data["ends"][k] // MIN) % 5 == 0:
+            taus.append(math.sqrt(tau2))
         out[k] = z[k] / np.sqrt(1.0 + tau2 * info[k])
     return out, taus
 
@@ -175,7 +181,7 @@ def change_z(data: dict[str, np.ndarray], j: int, lag: int = 60) -> np.ndarray:
 def found_effect(data: dict[str, np.ndarray], zs: np.ndarray, rule: list, i: int, k: int) -> float:
     """The effect node ``i`` was listed with at look ``k`` (the shortest scale that listed it)."""
     scales = list(data["scales"])
-    for m, level, every, min_effect, spread in rule:
+    for m, level, every, min_effect, spread, *_ in rule:  # a repeat entry: its one look (the effect it saw)
         j = scales.index(m)
         also = isinstance(spread, bool) or zs[k, i, j] >= spread
         if (data["tasks"][k, i, j] >= 5 and data["effect"][k, i, j] >= min_effect and also
@@ -233,7 +239,7 @@ def _releases(data: dict[str, np.ndarray], zs: np.ndarray, first: np.ndarray, ou
 def window_rule(level: float, plain: bool = False) -> list:
     """The shipped rule with the 60-minute window judged against the spread at ``level`` instead of its plain
     z at 4.6 (``plain``: as well as)."""
-    return [*SCANS, (60, 4.6, 5, 0.3, level) if plain else (60, level, 5, 0.3, True), *SHIPPED[5:]]
+    return [*SCANS, (60, 4.6, 5, 0.3, level) if plain else (60, level, 5, 0.3, True), *THREE]
 
 
 def window_candidate(spread_level: float | None, below: float = math.inf, repeat: int = 1) -> list:
@@ -241,22 +247,52 @@ def window_candidate(spread_level: float | None, below: float = math.inf, repeat
     ``spread_level`` against the spread (None: not) of nodes whose window effect is below ``below`` job std, over
     ``repeat`` consecutive 5-minute looks."""
     spread = False if spread_level is None else spread_level
-    return [*SCANS, (60, 4.6, 5, 0.3, spread, below, repeat), *SHIPPED[5:]]
+    return [*SCANS, (60, 4.6, 5, 0.3, spread, below, repeat), *THREE]
 
 
-RULES = {"shipped": SHIPPED, **{f"window~{level:g}": window_rule(level) for level in (4.0, 4.3, 4.6)},
+RULES = {**{f"window~{level:g}": window_rule(level) for level in (4.0, 4.3, 4.6)},
          **{f"window 4.6 & ~{level:g}": window_rule(level, True) for level in (3.5, 4.0, 4.3)},
          **{f"window 4.6 & ~{level:g}": window_candidate(level) for level in (4.2, 4.4, 4.5)},
          **{f"window 4.6 & ~{level:g} if eff < {below:g}": window_candidate(level, below)
             for level in (4.0, 4.3, 4.5) for below in (0.8, 1.0, 1.2)},
          **{f"window 4.6 x{repeat}": window_candidate(None, repeat=repeat) for repeat in (2, 3)},
          **{f"window 4.6 & ~{level:g} x2": window_candidate(level, repeat=2) for level in (4.0, 4.3)},
-         **{f"window 4.6 & change {level:g}": [*SCANS, (60, 4.6, 5, 0.3, f"change {level:g}"), *SHIPPED[5:]]
+         **{f"window 4.6 & change {level:g}": [*SCANS, (60, 4.6, 5, 0.3, f"change {level:g}"), *THREE]
             for level in (2.0, 2.5, 3.0, 3.5)},
          # at once at L against the spread, else only over R consecutive looks (two entries: either lists)
          **{f"window 4.6 & (~{level:g} or x{repeat})": [*SCANS, (60, 4.6, 5, 0.3, level),
-                                                       (60, 4.6, 5, 0.3, False, math.inf, repeat), *SHIPPED[5:]]
+                                                       (60, 4.6, 5, 0.3, False, math.inf, repeat), *THREE]
             for level in (3.5, 4.0, 4.3) for repeat in (2, 3)}}
+
+
+def either(m: float, level: float, every: int, at_once: float | None, repeat: int) -> list:
+    """One scale listing at once at ``at_once`` against the spread (None: never at once), otherwise only after
+    ``repeat`` consecutive passing looks (1: at once on its plain level, the shipped scales)."""
+    if repeat == 1:
+        return [(m, level, every, 0.3, False)]
+    once = [] if at_once is None else [(m, level, every, 0.3, at_once)]
+    return [*once, (m, level, every, 0.3, False, math.inf, repeat)]
+
+
+def session10(window: tuple[float | None, int], scans: tuple[float | None, int] = (None, 1)) -> list:
+    """Session 10's candidates: the shipped rule with the window and the scans each ``(at_once, repeat)``
+    (``either``; a scan's looks are every minute, so its repeat counts minutes); (None, 1) is the shipped scale."""
+    return [*(entry for m, *_ in SCANS for entry in either(m, 4.75, 1, *scans)),
+            *either(60, 4.6, 5, *window), *THREE]
+
+
+SESSION10 = {f"s10 window {w} scans {s}": session10(w, s)
+             for w in ((None, 1), (3.5, 3), (4.0, 3), (4.3, 3))
+             for s in ((None, 1), (4.0, 3), (4.3, 3), (4.5, 3), (4.5, 5), (None, 3), (None, 5))}
+RULES |= SESSION10
+# Session 10's choice, the detector's rule (registry.running_detector): the window listed at once at z 4.3 against
+# the spread as well as its plain 4.6, otherwise after 3 consecutive passing 5-minute looks; each scan at once at
+# 4.5 against the spread as well as its plain 4.75, otherwise after 3 consecutive passing minutes.
+SHIPPED = RULES["shipped"] = session10((4.3, 3), (4.5, 3))
+RULES["session 9"] = SESSION9
+RULES |= {f"s10 window {w} scans ~{level:g}": [*((m, 4.75, 1, 0.3, level) for m, *_ in SCANS),
+                                               *either(60, 4.6, 5, *w), *THREE]
+          for w in ((None, 1), (3.5, 3), (4.0, 3), (4.3, 3)) for level in (4.0, 4.3, 4.5)}
 
 
 def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, markdown: bool = False) -> None:
@@ -272,6 +308,8 @@ def main(folder: Path, releases_too: bool, estimators: list[str] | None = None, 
                 continue
             zs, taus = spread_z(data, estimator)
             for rule_name, rule in RULES.items():
+                if ONLY and not any(o in rule_name for o in ONLY):
+                    continue
                 first = first_listing(data, zs, rule)
                 row = table.setdefault((f"{rule_name}, {name}", _scenario(path)),
                                        {"chance": [], "never": [], "delay": [], "tau": []})
@@ -322,5 +360,6 @@ def _markdown(table: dict[tuple[str, str], dict[str, list[float]]], scenarios: l
 
 if __name__ == "__main__":
     flags = sys.argv[2:]
+    ONLY[:] = [f.split("=", 1)[1] for f in flags if f.startswith("--rules=")]
     chosen = [f.split("=", 1)[1] for f in flags if f.startswith("--estimator=")]
     main(Path(sys.argv[1]), "--release" in flags, chosen or None, "--markdown" in flags)

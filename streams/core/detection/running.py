@@ -12,8 +12,11 @@ spread of task times).
 A node is *clearly slow* over a scale when ``z >= z_list`` (a strict level, per scale if it says so: a 100-node
 cluster is looked at tens of thousands of times a day) and its effect is at least ``min_effect`` (a robust effect
 size: slightly slower healthy hardware is significant over hours but small), with at least ``min_tasks`` tasks.
-It is a suspect after ``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a
-cold start sees young jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
+A scale with ``repeat`` > 1 lists only after that many of its consecutive looks found the node clearly slow, or at
+once where its z against the cluster's spread of node effects also reaches the scale's ``at_once`` (on
+heterogeneous hardware a healthy node's lucky high passes once; ``Scale``). It is a suspect after
+``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a cold start sees young
+jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
 it has *recovered*: some scale with at least ``release_tasks`` tasks shows an effect clearly (``z_release``
 standard errors) below ``recovery_ratio`` times the one it was found with. A node that started no
 task for ``quiet_us`` and runs none (the scheduler honours the list) is forgotten, its old tasks with it, and
@@ -105,6 +108,9 @@ class RunningTaskDetector:
         self._table = TaskTable()
         self._since: dict[str, int] = {}  # tasks of the node started before this are forgotten
         self._streak: dict[str, tuple[int, int]] = {}
+        # node -> consecutive passing looks per scale (a scale with ``repeat`` lists only after that many), and the
+        # boundary they were counted at; only nodes with some passing run are kept
+        self._looks: dict[str, tuple[list[int], int]] = {}
         self._effect: dict[str, float] = {}  # suspects not yet recovered -> the effect they were found with
         self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
 
@@ -141,6 +147,7 @@ class RunningTaskDetector:
         # (the 180-minute scale every 5 minutes): it costs a few ms on thousands of nodes.
         spread = functools.cache(lambda: node_spread(np.array([t.effect for t in longest]),
                                                      np.array([t.information for t in longest])))
+        self._looks = {node: runs for node, runs in self._looks.items() if node in tallies}  # no tasks: no run
         evidence = {}
         for node in sorted(tallies):
             evidence[node] = self._judge(node, tallies[node], end, spread)
@@ -196,6 +203,7 @@ class RunningTaskDetector:
                 self._effect.pop(node, None)
                 self._found.pop(node, None)
                 self._streak.pop(node, None)
+                self._looks.pop(node, None)
         for node, since in list(self._since.items()):
             if since < end - self.memory_us:
                 del self._since[node]
@@ -240,22 +248,46 @@ class RunningTaskDetector:
 
     # --- judgement --------------------------------------------------------------------------------------------
 
-    def _clearly_slow(self, scale: Scale, tally: Tally, end: int, spread: Callable[[], float]) -> bool:
-        if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
-            return False
+    def _clearly_slow(self, scale: Scale, tally: Tally, spread: Callable[[], float]) -> bool:
+        """Whether one look over ``scale`` passes (``_hits`` says whether the scale lists the node)."""
         z = self.z_list if scale.z is None else scale.z
         effect = self.min_effect if scale.min_effect is None else scale.min_effect
         if tally.tasks < self.min_tasks or tally.effect < effect or tally.z < z:
             return False  # the spread only ever lowers z: no need to estimate it for this node
         return _z(scale, tally, spread() if scale.spread else 0.0) >= z
 
+    def _hits(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float]
+              ) -> list[tuple[Scale, Tally, int]]:
+        """The scales listing ``node`` at boundary ``end``, each with its consecutive passing looks: a look that
+        passes lists at once on a scale with ``repeat`` 1, otherwise only the ``repeat``-th passing look in a row,
+        or one whose z against the spread reaches the scale's ``at_once``. Looks are counted in the warm-up too
+        (nothing is listed then), each boundary once however often it is judged."""
+        warm = self._first_us is not None and end >= self._first_us + self.warmup_us
+        before, counted_at = self._looks.get(node, ([0] * len(self.scales), -1))
+        runs, hits = list(before), []
+        for k, (scale, t) in enumerate(zip(self.scales, tallies, strict=True)):
+            if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
+                continue
+            passed = self._clearly_slow(scale, t, spread)
+            if counted_at != end:
+                runs[k] = runs[k] + 1 if passed else 0
+            if not (warm and passed):
+                continue
+            # the spread is estimated only for a node that passed short of its repeats
+            if runs[k] >= scale.repeat or (scale.at_once is not None and
+                                           t.z / math.sqrt(1.0 + spread() * t.information) >= scale.at_once):
+                hits.append((scale, t, runs[k]))
+        if any(runs):
+            self._looks[node] = (runs, end)
+        else:
+            self._looks.pop(node, None)
+        return hits
+
     def _judge(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float] = lambda: 0.0
                ) -> Evidence:
         """``spread``: gives the variance of node effects between healthy nodes (``node_spread``), for scales that
         ask; called only when one does."""
-        warm = self._first_us is not None and end >= self._first_us + self.warmup_us
-        hits = [(scale, t) for scale, t in zip(self.scales, tallies, strict=True)
-                if warm and self._clearly_slow(scale, t, end, spread)]
+        hits = self._hits(node, tallies, end, spread)
         count, counted_at = self._streak.get(node, (0, -1))
         streak = count if counted_at == end else count + 1 if hits else 0
         self._streak[node] = (streak, end)
@@ -267,18 +299,21 @@ class RunningTaskDetector:
                 scale, t = judged
                 self._since[node] = end - scale.window_us
                 self._streak[node] = (0, end)
+                self._looks.pop(node, None)
                 del self._effect[node]
                 self._found.pop(node, None)
                 return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
                                 f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
                                 f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
         if hits and streak >= self.persistence:
-            scale, t = hits[0]
+            scale, t, looks = hits[0]
             if effect is None:
                 self._effect[node], self._found[node] = t.effect, end
             z = self.z_list if scale.z is None else scale.z
             against = spread() if scale.spread else 0.0
-            return Evidence(node, True, score, _why(scale, t, streak, z, against), still_slow=True)
+            if scale.repeat > 1:
+                against = spread()  # the words say what listed the node: its looks or the spread
+            return Evidence(node, True, score, _why(scale, t, streak, z, against, looks), still_slow=True)
         if effect is not None:
             return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
                             f"clearly below {self.recovery_ratio * effect:+.2f} yet", still_slow=True)
@@ -307,6 +342,7 @@ class RunningTaskDetector:
                 "seq": self._seq,
                 "tasks": self._table.rows(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
+                "looks": {n: [runs, at] for n, (runs, at) in self._looks.items()},
                 "effect": self._effect, "found": self._found, "first": self._first_us,
                 "projected": [[job, task, d] for (job, task), d in self._projected.items()],
                 "reported": [[job, task, e, p] for (job, task), (e, p) in self._reported.items()]}
@@ -324,6 +360,8 @@ class RunningTaskDetector:
             self._table.put(str(job), str(task), str(node), int(start), int(duration))
         self._since = {k: int(v) for k, v in state["since"].items()}
         self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
+        self._looks = {k: ([int(r) for r in v[0]], int(v[1])) for k, v in state.get("looks", {}).items()
+                       if len(v[0]) == len(self.scales)}  # another detector's scales: counting starts afresh
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
         self._first_us = None if state["first"] is None else int(state["first"])

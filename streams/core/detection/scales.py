@@ -18,17 +18,25 @@ class Scale:
     node's lucky high: its level is set for looks this far apart, whatever the ranking period. ``spread``: its
     z is judged against the cluster's spread of node effects too (``node_spread``): over hours, healthy
     hardware a little slower than the rest is significant but no fault. ``min_effect``: the effect a node must
-    show over it (None: the detector's); a scale asking a large one may ask a lower z."""
+    show over it (None: the detector's); a scale asking a large one may ask a lower z. ``repeat``: a node is
+    listed over it only once that many of its consecutive looks passed, unless ``at_once`` (None: never) is set
+    and its z against the cluster's spread of node effects reaches it too: on heterogeneous hardware a healthy
+    node's pass is a lucky high of a slightly slower generation, z near the level against the spread and gone
+    at the next look, while a slow node keeps passing or stands beyond the spread (issue 21, session 10)."""
 
     window_us: int
     z: float | None = None
     every_us: int | None = None
     spread: bool = False
     min_effect: float | None = None
+    repeat: int = 1
+    at_once: float | None = None
 
     def __post_init__(self) -> None:
         if self.every_us is not None and self.every_us <= 0:
             raise ValueError(f"a scale's every_us must be positive, not {self.every_us}")
+        if self.repeat < 1:
+            raise ValueError(f"a scale's repeat must be at least 1, not {self.repeat}")
 
     @property
     def label(self) -> str:
@@ -70,13 +78,20 @@ def _z(scale: Scale, t: Tally, spread: float) -> float:
     return t.z / math.sqrt(1.0 + spread * t.information) if scale.spread else t.z
 
 
-def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0) -> str:
+def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0, looks: int = 1) -> str:
+    """``looks``: the scale's consecutive passing looks; with ``scale.repeat`` > 1 the words say whether those or
+    the z against the spread (``at_once``) listed the node."""
     period = "period" if streak == 1 else "periods"
     against = f"; against the nodes' spread +-{math.sqrt(spread):.2f}: z {_z(scale, t, spread):.1f}" if (
         scale.spread and spread > 0) else ""
+    how = ""
+    if scale.repeat > 1:
+        how = (f"; {looks} consecutive looks passed" if looks >= scale.repeat else
+               f"; at once: against the nodes' spread +-{math.sqrt(spread):.2f} z "
+               f"{t.z / math.sqrt(1.0 + spread * t.information):.1f} >= {scale.at_once:g}")
     return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
             f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
-            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g})")
+            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g}{how})")
 
 
 def looks_at(end: int, every_us: int, period_us: int | None) -> bool:
