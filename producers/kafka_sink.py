@@ -3,8 +3,9 @@
 kafka-python's ``KafkaProducer.send`` costs tens of microseconds of Python per record (partitioner, future,
 accumulator, record builder); on Google parts 0-9 it was 70 % of ``laggard replay``'s CPU (docs/scale.md,
 session 10). Here the replaying thread does per record only a cached (key, partition) look-up, the Avro
-encode and one append to aiokafka's C record-batch builder; a background thread runs an asyncio loop with an
-``AIOKafkaProducer`` that sends each full batch (``send_batch``), and one that has waited ``linger_ms``.
+encode (``producers.fast_encode``) and one append to aiokafka's C record-batch builder; a background thread
+runs an asyncio loop with an ``AIOKafkaProducer`` that sends each full batch (``send_batch``), and each
+batch that has waited ``linger_ms``.
 
 The records on the broker are those kafka-python's producer wrote: same keys and values, and the partition of
 a key is kafka-python's own ``DefaultPartitioner`` (Java-compatible murmur2) over the topic's sorted
@@ -27,6 +28,7 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError as AIOKafkaError
 from kafka.partitioner.default import DefaultPartitioner
 
+from producers import fast_encode
 from streams import kafka_clients
 from streams.core.events import Event, JobFinish, JobStart
 from streams.errors import BrokerUnavailable
@@ -101,7 +103,7 @@ class KafkaSink:
         self.sent = 0
         self.failed = 0
         self.first_error: str | None = None
-        self._encode = codec.encode
+        self._encode = fast_encode.encode  # codec.encode's bytes at less CPU
         self._linger_s = linger_ms / 1000
         self._lock = threading.Lock()  # guards the open batches: the linger timer closes them from the loop thread
         self._pending = threading.BoundedSemaphore(MAX_PENDING)
