@@ -130,19 +130,27 @@ class KafkaSink:
         """Append one record to its partition's open batch; a full batch goes to the producer."""
         with self._lock:
             entry = self._open.get((topic, partition))
-            if entry is not None and entry[0].append(timestamp=None, key=key, value=value) is not None:
-                return
             if entry is not None:
+                if entry[0].append(timestamp=None, key=key, value=value) is not None:
+                    return
                 del self._open[(topic, partition)]
         if entry is not None:
-            self._pending.acquire()  # outside the lock: the loop thread needs it to finish batches
+            self._hand_over(topic, partition, entry[0])
         with self._lock:
-            if entry is not None:
-                self._queue((topic, partition, entry[0], True))
             batch = self._producer.create_batch()
             if batch.append(timestamp=None, key=key, value=value) is None:
                 raise ValueError(f"a record of {len(key) + len(value)} bytes does not fit an empty batch")
             self._open[(topic, partition)] = (batch, time.monotonic())
+
+    def _hand_over(self, topic: str, partition: int, batch: Any) -> None:
+        """Queue a full batch once fewer than MAX_PENDING wait for the broker (waiting outside the lock: the loop
+        thread needs it to finish batches). Interrupted while waiting (Ctrl-C), the batch still goes, uncounted."""
+        counted = False
+        try:
+            counted = self._pending.acquire()
+        finally:
+            with self._lock:
+                self._queue((topic, partition, batch, counted))
 
     def _route(self, topic: str, job_id: str) -> tuple[bytes, int]:
         """The record key and the partition kafka-python's producer would choose for it, cached per job."""

@@ -8,6 +8,7 @@ full batches each). The events go to topics named for this test run, so other te
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter, defaultdict
 from itertools import islice
@@ -102,3 +103,25 @@ def test_replay_command_publishes_to_the_standard_topics(bootstrap: str) -> None
     assert summary["kafka"]["topics"] == [TASK_EVENTS.name, JOB_EVENTS.name]
     assert summary["kafka"]["acknowledged"] == summary["events"] > 0
     assert summary["kafka"]["failed"] == 0
+
+
+def test_a_paced_record_is_on_the_broker_before_the_replay_ends(bootstrap: str) -> None:
+    """A slow replay (``--speed``) must not hold records until a batch fills: the sink sends a batch once it
+    has waited ``linger_ms``, without a further event and without ``close()``."""
+    settings = Settings(bootstrap_servers=bootstrap)
+    run = uuid.uuid4().hex[:8]
+    topics = (
+        Topic(f"test-linger-{run}-task-events", "job_id", TASK_EVENTS.value_types, 2),
+        Topic(f"test-linger-{run}-job-events", "job_id", JOB_EVENTS.value_types, 2),
+    )
+    kafka_clients.create_topics(settings, topics)
+    sink = KafkaSink(settings, task_topic=topics[0].name, job_topic=topics[1].name)
+    try:
+        sink.send(JobStart("j1", 5))
+        deadline = time.monotonic() + 10
+        while sink.sent == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        on_broker = [codec.decode(r.value) for r in kafka_clients.read_to_end(settings, topics[1].name)]
+    finally:
+        sink.close()
+    assert on_broker == [JobStart("j1", 5)]
