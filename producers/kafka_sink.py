@@ -42,6 +42,7 @@ COMPRESSION: str | None = None
 BATCH_BYTES = 512 * 1024
 LINGER_MS = 50
 MAX_PENDING = 32  # full batches not yet acknowledged: 16 MB at most
+MAX_ROUTES = 100_000  # cached (key, partition) per topic; a trace of more jobs recomputes some, memory stays bounded
 _Item = tuple[str, int, Any, bool]  # (topic, partition, aiokafka BatchBuilder, counted in the back-pressure)
 
 
@@ -154,8 +155,11 @@ class KafkaSink:
 
     def _route(self, topic: str, job_id: str) -> tuple[bytes, int]:
         """The record key and the partition kafka-python's producer would choose for it, cached per job."""
+        routes = self._routes[topic]
+        if len(routes) >= MAX_ROUTES:
+            routes.clear()
         key = codec.encode_key(job_id)
-        route = self._routes[topic][job_id] = (key, partition_of(key, self._partitions[topic]))
+        route = routes[job_id] = (key, partition_of(key, self._partitions[topic]))
         return route
 
     def close(self) -> None:
