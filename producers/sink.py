@@ -1,12 +1,8 @@
 """Where replayed events go: the one Kafka sink, JSON lines on a stream, or nowhere; and replay pacing.
 
-``KafkaSink`` publishes with kafka-python: task events to ``task-events`` and job events to ``job-events``,
-keyed by job id (so one job's events stay in order on one partition), values Avro-encoded by
-``streams.serde.codec.encode``, batched (``linger_ms``, ``batch_size``) and compressed. kafka-python 3.0.12
-compresses with gzip using only the standard library; lz4, snappy and zstd need extra packages, so the sink
-takes lz4 when its package is installed and gzip otherwise. Measured (``laggard bench``, produce floor per
-codec on the same 50,000 Google events): gzip 16,363/s against 14,575/s without compression: the producer is
-bound by kafka-python's cost per record, not by compression, so gzip's smaller batches cost nothing.
+``KafkaSink`` (``producers.kafka_sink``) publishes task events to ``task-events`` and job events to
+``job-events``, keyed by job id (so one job's events stay in order on one partition), values Avro-encoded by
+``streams.serde.codec.encode``, in whole batches through aiokafka.
 
 ``Pacer`` replays on the trace's clock: with ``speed`` X, an event at trace time t is released at
 ``(t - t0) / X`` seconds of wall time after the first event; with ``max_rate`` N, at most N events per
@@ -26,12 +22,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
 
 import orjson
 
-from streams.core.events import Event, JobFinish, JobStart
-from streams.settings import Settings
+from streams.core.events import Event
 
 
 class Sink(Protocol):
@@ -66,47 +61,11 @@ class JsonLinesSink:
 
 
 def compression_type() -> str:
-    """The best codec this kafka-python can use without packages it does not ship with."""
+    """The best codec this kafka-python can use without packages it does not ship with (the bench's kafka-python
+    producers; the replayer's own sink compresses nothing, see ``producers.kafka_sink``)."""
     from kafka import codec
 
     return "lz4" if codec.has_lz4() else "gzip"
-
-
-class KafkaSink:
-    """Publishes events to laggard's topics; ``sent`` counts acknowledged records after ``close()``."""
-
-    def __init__(self, settings: Settings, task_topic: str | None = None, job_topic: str | None = None) -> None:
-        from streams import kafka_clients
-        from streams.serde import codec, topics
-
-        self._encode = codec.encode
-        self._encode_key = codec.encode_key
-        self.task_topic = task_topic or topics.TASK_EVENTS.name
-        self.job_topic = job_topic or topics.JOB_EVENTS.name
-        self.producer = kafka_clients.producer(
-            settings, compression_type=compression_type(), linger_ms=50, batch_size=512 * 1024
-        )
-        self.sent = 0
-        self.failed = 0
-        self.first_error: str | None = None
-
-    def send(self, event: Event) -> None:
-        topic = self.job_topic if isinstance(event, JobStart | JobFinish) else self.task_topic
-        future = self.producer.send(topic, key=self._encode_key(event.job_id), value=self._encode(event))
-        future.add_callback(self._ok).add_errback(self._error)
-
-    def _ok(self, _metadata: Any) -> None:
-        self.sent += 1
-
-    def _error(self, exc: BaseException) -> None:
-        self.failed += 1
-        if self.first_error is None:
-            self.first_error = repr(exc)
-
-    def close(self) -> None:
-        """Wait until every record is acknowledged (or failed), then close the producer."""
-        self.producer.flush()
-        self.producer.close()
 
 
 class Pacer:
@@ -192,3 +151,12 @@ def replay(
     finally:
         sink.close()
     return ReplayResult(count, time.perf_counter() - started, interrupted)
+
+
+def __getattr__(name: str) -> object:
+    # The Kafka sink loads aiokafka and kafka-python: only when it is asked for, not for the null or stdout sinks.
+    if name == "KafkaSink":
+        from producers.kafka_sink import KafkaSink
+
+        return KafkaSink
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

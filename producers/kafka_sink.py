@@ -1,0 +1,244 @@
+"""The replayer's Kafka sink: records appended to per-partition batches, whole batches handed to aiokafka.
+
+kafka-python's ``KafkaProducer.send`` costs tens of microseconds of Python per record (partitioner, future,
+accumulator, record builder); on Google parts 0-9 it was 70 % of ``laggard replay``'s CPU (docs/scale.md,
+session 10). Here the replaying thread does per record only a cached (key, partition) look-up, the Avro
+encode (``producers.fast_encode``) and one append to aiokafka's C record-batch builder; a background thread
+runs an asyncio loop with an ``AIOKafkaProducer`` that sends each full batch (``send_batch``), and each
+batch that has waited ``linger_ms``.
+
+The records on the broker are those kafka-python's producer wrote: same keys and values, and the partition of
+a key is kafka-python's own ``DefaultPartitioner`` (Java-compatible murmur2) over the topic's sorted
+partitions. Order per partition is kept: batches are queued under one lock in the order they are closed and
+one coroutine submits them in that order (aiokafka keeps one batch per partition in flight).
+
+Back-pressure: at most ``MAX_PENDING`` full batches wait for the broker; beyond that ``send`` blocks, so memory
+stays bounded whatever the reader's speed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from functools import partial
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError as AIOKafkaError
+from kafka.partitioner.default import DefaultPartitioner
+
+from producers import fast_encode
+from streams import kafka_clients
+from streams.core.events import Event, JobFinish, JobStart
+from streams.errors import BrokerUnavailable
+from streams.serde import codec, topics
+from streams.settings import Settings
+
+# By measurement (docs/scale.md, session 10): on a local broker no compression costs the least CPU on both
+# sides (the replayer compresses, the worker decompresses), and 512 KB batches with 50 ms linger keep the
+# producer's per-batch work small next to the per-record work.
+COMPRESSION: str | None = None
+BATCH_BYTES = 512 * 1024
+LINGER_MS = 50
+MAX_PENDING = 32  # full batches not yet acknowledged: 16 MB at most
+MAX_ROUTES = 100_000  # cached (key, partition) per topic; a trace of more jobs recomputes some, memory stays bounded
+_Item = tuple[str, int, Any, bool]  # (topic, partition, aiokafka BatchBuilder, counted in the back-pressure)
+
+
+_PARTITIONER = DefaultPartitioner()
+
+
+class _Cluster:
+    """The three questions kafka-python's partitioner asks its cluster metadata, answered for one topic."""
+
+    def __init__(self, topic: str, partitions: list[int]) -> None:
+        self._topic, self._partitions = topic, partitions
+
+    def topics(self) -> set[str]:
+        return {self._topic}
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return set(self._partitions)
+
+    def available_partitions_for_topic(self, topic: str) -> set[int]:
+        return set(self._partitions)
+
+
+def partition_of(key: bytes, partitions: list[int]) -> int:
+    """The partition kafka-python's producer picks for ``key`` among ``partitions`` (its own partitioner)."""
+    return int(_PARTITIONER.partition("topic", None, key, None, None, _Cluster("topic", partitions)))
+
+
+def aiokafka_options(settings: Settings) -> dict[str, Any]:
+    """Bootstrap and security settings in aiokafka's keyword names (it takes an SSL context, not files)."""
+    options: dict[str, Any] = {"bootstrap_servers": settings.bootstrap_servers.split(","),
+                               "security_protocol": settings.security_protocol}  # fmt: skip
+    if "SSL" in settings.security_protocol:
+        options["ssl_context"] = kafka_clients.tls_context(settings)
+    if settings.sasl_mechanism is not None:
+        options["sasl_mechanism"] = settings.sasl_mechanism
+    if settings.sasl_username is not None:
+        options["sasl_plain_username"] = settings.sasl_username
+        options["sasl_plain_password"] = settings.sasl_password
+    return options
+
+
+class KafkaSink:
+    """Publishes events to laggard's topics; ``sent`` counts acknowledged records after ``close()``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        task_topic: str | None = None,
+        job_topic: str | None = None,
+        *,
+        compression: str | None = COMPRESSION,
+        batch_bytes: int = BATCH_BYTES,
+        linger_ms: int = LINGER_MS,
+    ) -> None:
+        kafka_clients.probe(settings.bootstrap_servers)  # one clear line at once when nothing listens
+        kafka_clients.check_security(settings)
+        self.task_topic = task_topic or topics.TASK_EVENTS.name
+        self.job_topic = job_topic or topics.JOB_EVENTS.name
+        self.sent = 0
+        self.failed = 0
+        self.first_error: str | None = None
+        self._encode = fast_encode.encode  # codec.encode's bytes at less CPU
+        self._linger_s = linger_ms / 1000
+        self._lock = threading.Lock()  # guards the open batches: the linger timer closes them from the loop thread
+        self._pending = threading.BoundedSemaphore(MAX_PENDING)
+        self._open: dict[tuple[str, int], tuple[Any, float]] = {}
+        self._routes: dict[str, dict[str, tuple[bytes, int]]] = {self.task_topic: {}, self.job_topic: {}}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="replay-producer", daemon=True)
+        self._thread.start()
+        options = {**aiokafka_options(settings), "acks": "all", "compression_type": compression,
+                   "max_batch_size": batch_bytes, "max_request_size": 4 * batch_bytes, "linger_ms": linger_ms}
+        try:
+            self._partitions = self._call(self._start(options))
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    # --- the replaying thread ------------------------------------------------------------------------------------
+    def send(self, event: Event) -> None:
+        topic = self.job_topic if isinstance(event, JobStart | JobFinish) else self.task_topic
+        route = self._routes[topic].get(event.job_id) or self._route(topic, event.job_id)
+        self.send_encoded(topic, route[0], route[1], self._encode(event))
+
+    def send_encoded(self, topic: str, key: bytes, partition: int, value: bytes) -> None:
+        """Append one record to its partition's open batch; a full batch goes to the producer."""
+        with self._lock:
+            entry = self._open.get((topic, partition))
+            if entry is not None:
+                if entry[0].append(timestamp=None, key=key, value=value) is not None:
+                    return
+                del self._open[(topic, partition)]
+        if entry is not None:
+            self._hand_over(topic, partition, entry[0])
+        with self._lock:
+            batch = self._producer.create_batch()
+            if batch.append(timestamp=None, key=key, value=value) is None:
+                raise ValueError(f"a record of {len(key) + len(value)} bytes does not fit an empty batch")
+            self._open[(topic, partition)] = (batch, time.monotonic())
+
+    def _hand_over(self, topic: str, partition: int, batch: Any) -> None:
+        """Queue a full batch once fewer than MAX_PENDING wait for the broker (waiting outside the lock: the loop
+        thread needs it to finish batches). Interrupted while waiting (Ctrl-C), the batch still goes, uncounted."""
+        counted = False
+        try:
+            counted = self._pending.acquire()
+        finally:
+            with self._lock:
+                self._queue((topic, partition, batch, counted))
+
+    def _route(self, topic: str, job_id: str) -> tuple[bytes, int]:
+        """The record key and the partition kafka-python's producer would choose for it, cached per job."""
+        routes = self._routes[topic]
+        if len(routes) >= MAX_ROUTES:
+            routes.clear()
+        key = codec.encode_key(job_id)
+        route = routes[job_id] = (key, partition_of(key, self._partitions[topic]))
+        return route
+
+    def close(self) -> None:
+        """Send what is open, wait until every record is acknowledged (or failed), then stop the producer."""
+        if not self._thread.is_alive():
+            return
+        with self._lock:
+            for (topic, partition), (batch, _opened) in self._open.items():
+                self._queue((topic, partition, batch, False))
+            self._open.clear()
+        try:
+            self._call(self._finish())
+        finally:
+            self._stop_loop()
+
+    # --- the loop thread -------------------------------------------------------------------------------------------
+    def _queue(self, item: _Item) -> None:
+        """Hand a batch to the sender coroutine; callers hold the lock, so batches queue in closing order."""
+        self._loop.call_soon_threadsafe(self._batches.put_nowait, item)
+
+    async def _start(self, options: dict[str, Any]) -> dict[str, list[int]]:
+        self._producer = AIOKafkaProducer(**options)
+        try:
+            await self._producer.start()
+            found = {topic: sorted(await self._producer.partitions_for(topic)) for topic in self._routes}
+        except (AIOKafkaError, OSError) as exc:
+            await self._producer.stop()
+            raise BrokerUnavailable(",".join(options["bootstrap_servers"]), str(exc)) from None
+        self._batches: asyncio.Queue[_Item | None] = asyncio.Queue()
+        self._deliveries: list[asyncio.Future[Any]] = []
+        self._sender = asyncio.ensure_future(self._send_batches())
+        self._linger = asyncio.ensure_future(self._close_lingering())
+        return found
+
+    async def _send_batches(self) -> None:
+        while (item := await self._batches.get()) is not None:
+            topic, partition, batch, counted = item
+            count = batch.record_count()
+            try:
+                delivery = await self._producer.send_batch(batch, topic, partition=partition)
+            except Exception as exc:  # counted and reported, as kafka-python's errback did
+                self._delivered(count, counted, exc)
+                continue
+            delivery.add_done_callback(partial(self._on_delivery, count, counted))
+            self._deliveries.append(delivery)
+
+    def _on_delivery(self, count: int, counted: bool, delivery: asyncio.Future[Any]) -> None:
+        self._delivered(count, counted, None if delivery.cancelled() else delivery.exception())
+
+    def _delivered(self, count: int, counted: bool, error: BaseException | None) -> None:
+        if error is None:
+            self.sent += count
+        else:
+            self.failed += count
+            self.first_error = self.first_error or repr(error)
+        if counted:
+            self._pending.release()
+
+    async def _close_lingering(self) -> None:
+        """Every ``linger_ms``, queue the batches open that long: a paced replay's records do not wait for more."""
+        while True:
+            await asyncio.sleep(self._linger_s)
+            now = time.monotonic()
+            with self._lock:
+                due = [tp for tp, (_batch, opened) in self._open.items() if now - opened >= self._linger_s]
+                for topic, partition in due:
+                    self._queue((topic, partition, self._open.pop((topic, partition))[0], False))
+
+    async def _finish(self) -> None:
+        self._linger.cancel()
+        self._batches.put_nowait(None)
+        await self._sender
+        await asyncio.gather(*self._deliveries, return_exceptions=True)
+        await self._producer.stop()
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
