@@ -1,4 +1,4 @@
-"""``DirectWorker``: laggard's topology on one kafka-python consumer and one producer (see streams.engine).
+"""``DirectWorker``: laggard's topology on one kafka-python consumer and its producers (see streams.engine).
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
 checkpoint is due, queue it; on every turn the loop sends the queued checkpoints whose outputs the broker has
