@@ -5,7 +5,7 @@ Starts a broker of its own, pre-loads the first ``N`` Google task/job events (as
 cumulative and by own time on stderr, and the rates (events per wall and per CPU second, the raw consume rate of
 the same records beside them) as one JSON document on stdout.
 
-    python -m laggard.bench.direct_profile [N] [--prediction off]
+    python -m laggard.bench.direct_profile [N] [--prediction off] [--role statistics]
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ def read_so_far() -> float:
 def main(argv: list[str]) -> None:
     n = int(argv[0]) if argv and argv[0].isdigit() else 100_000
     overrides = {"prediction_method": argv[argv.index("--prediction") + 1]} if "--prediction" in argv else {}
+    if "--role" in argv:
+        overrides["worker_role"] = argv[argv.index("--role") + 1]
     settings = Settings(**overrides)
     events = list(itertools.islice(open_trace(google_events_spec(settings)), n))
     records = encoded(events)

@@ -14,7 +14,10 @@ time below is when the broker appended the record (no producer clocks involved).
   the period to close, so its target is one period (P / speed wall seconds) plus 1 s.
 
 Outputs are ``blacklist-deltas`` (only when the blacklist changed) and ``node-scores`` (every ranking in which
-a node's statistics changed: nearly all of them in a live replay).
+a node's statistics changed: nearly all of them in a live replay). Beside them, per ranked boundary,
+``close_wait``: from the first input stream's first record at or after B to the closing record, i.e. how long
+the slowest stream (a partition's job events when jobs rarely start or end) kept the period open after the
+replay's clock passed B; ``finish_to_output`` is about one period plus ``close_wait`` plus ``close_to_output``.
 """
 
 from __future__ import annotations
@@ -67,15 +70,22 @@ def read_back(settings: Settings, topic: str) -> list[tuple[int, int, Any]]:
     return [(r.partition, r.timestamp, codec.decode(r.value)) for r in kafka_clients.read_to_end(settings, topic)]
 
 
-def closing_times(inputs: dict[tuple[str, int], list[tuple[int, int]]], boundary: int) -> int | None:
-    """Broker time (ms) at which every input stream had passed ``boundary``; None if one never did."""
-    latest = None
+def closing_times(inputs: dict[tuple[str, int], list[tuple[int, int]]], boundary: int) -> tuple[int, int] | None:
+    """Broker times (ms) at which the first and the last input stream passed ``boundary`` (the last closed the
+    period); None if one never did.
+
+    >>> closing_times({("a", 0): [(5, 100), (12, 140)], ("b", 0): [(11, 120)]}, 10)
+    (120, 140)
+    >>> closing_times({("a", 0): [(5, 100)], ("b", 0): [(11, 120)]}, 10) is None
+    True
+    """
+    times = []
     for stream in inputs.values():  # (ts_us, broker ms) in offset order, ts_us non-decreasing
         index = bisect.bisect_left(stream, (boundary, -1))
         if index == len(stream):
             return None
-        latest = stream[index][1] if latest is None else max(latest, stream[index][1])
-    return latest
+        times.append(stream[index][1])
+    return (min(times), max(times)) if times else None
 
 
 def summarise(values_ms: list[float]) -> dict[str, Any]:
@@ -90,16 +100,20 @@ def latencies(inputs: dict[tuple[str, int], list[tuple[int, int]]], finishes: li
               outputs: dict[int, int], period_us: int) -> dict[str, Any]:
     """Both latencies for the boundaries in ``outputs`` (boundary -> first output's broker ms)."""
     close_ms: list[float] = []
+    wait_ms: list[float] = []
     finish_ms: list[float] = []
     finish_times = [ts for ts, _ in finishes]
     for boundary, out_ms in sorted(outputs.items()):
-        closed = closing_times(inputs, boundary)
-        if closed is None:
+        times = closing_times(inputs, boundary)
+        if times is None:
             continue  # closed by the end of the run, not by an event
+        reached, closed = times
         close_ms.append(out_ms - closed)
+        wait_ms.append(closed - reached)
         low, high = bisect.bisect_left(finish_times, boundary - period_us), bisect.bisect_left(finish_times, boundary)
         finish_ms.extend(out_ms - broker_ms for _, broker_ms in finishes[low:high])
-    return {"close_to_output": summarise(close_ms), "finish_to_output": summarise(finish_ms)}
+    return {"close_to_output": summarise(close_ms), "finish_to_output": summarise(finish_ms),
+            "close_wait": summarise(wait_ms)}
 
 
 def measure(settings: Settings, speed: float) -> dict[str, Any]:

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from streams.core.events import Event, JobFinish, JobStart, Status, TaskCheckpoint, TaskFinish, TaskStart
@@ -151,8 +152,9 @@ class MergeBuffer:
 
     def snapshot(self) -> dict[str, Any]:
         """The held events and the watermarks (idleness is not saved: a restarted shell judges it again)."""
+        # (ts, kind, arrival) is unique per item (arrival alone is), so plain tuple order never compares events
         pending = [[ts, kind, arrival, type(e).__name__, event_row(e)] for ts, kind, arrival, e in
-                   sorted(self._pending, key=lambda item: item[:3])]
+                   sorted(self._pending)]
         return {"pending": pending, "arrivals": self._arrivals, "task_watermark": self._task_watermark,
                 "job_watermark": self._job_watermark, "applied": self._applied}
 
@@ -169,11 +171,15 @@ class MergeBuffer:
 
 
 _EVENT_TYPES: dict[str, type] = {t.__name__: t for t in (TaskStart, TaskCheckpoint, TaskFinish, JobStart, JobFinish)}
+# Each type's fields in order, read in one call: a checkpoint writes every held event (a catch-up held ~50 k, and
+# ``dataclasses.fields`` per event was 40 % of a statistics worker's time in session 10's profile).
+_FIELDS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    t: operator.attrgetter(*(f.name for f in dataclasses.fields(t))) for t in _EVENT_TYPES.values()}
 
 
 def event_row(event: Event) -> list[Any]:
     """``event`` as plain JSON-able values (``event_from_row`` makes it again)."""
-    row = [getattr(event, f.name) for f in dataclasses.fields(event)]
+    row = list(_FIELDS[type(event)](event))
     if isinstance(event, TaskFinish):
         row[-1] = event.status.value
     if isinstance(event, TaskCheckpoint):

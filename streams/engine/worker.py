@@ -1,4 +1,4 @@
-"""``DirectWorker``: laggard's topology on one kafka-python consumer and one producer (see streams.engine).
+"""``DirectWorker``: laggard's topology on one kafka-python consumer and its producers (see streams.engine).
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
 checkpoint is due, queue it; on every turn the loop sends the queued checkpoints whose outputs the broker has
@@ -35,6 +35,7 @@ from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
+from streams.engine.keys import RememberingPartitioner
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
 from streams.engine.view import NodeView
 from streams.health import Health, ReadProgress
@@ -51,7 +52,14 @@ POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGT
 # CPU second over linger 10 ms, 256 KB and kafka-python's fetch defaults; gzip on the outputs cost 16 % (the
 # worker is CPU-bound, the broker local): no compression. The fetch part is not kept: in the bench's catch-up of
 # 500 k pre-loaded events it left job-events[0] unread for 124 s and the health check ended the worker.
-PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None}
+PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None,
+                                    "partitioner": RememberingPartitioner()}
+# What a ranking waits for goes out without linger (streams.engine.store.Outbox): the progress marks and summaries
+# on ranking-feed, and what the ranking publishes. A few records per period per partition, and a burst of node
+# scores per period: batches still fill while the previous request is in flight.
+PROMPT_OPTIONS: dict[str, Any] = {**PRODUCER_OPTIONS, "linger_ms": 0}
+PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name, registry.NODE_CLASSES.name,
+                           registry.BLACKLIST_DELTAS.name, registry.BLACKLIST_SNAPSHOT.name})
 CONSUMER_OPTIONS: dict[str, Any] = {}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 PREDICT_GROUP = "{app_id}-predict"  # the prediction role's consumer group, app id and checkpoint topic prefix
@@ -87,7 +95,10 @@ class DirectWorker:
         self.inputs = INPUTS if statistics else (TASK, JOB)
         self.health = health
         self.producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES)
-        self.outbox = Outbox(self.producer)
+        # the prediction role publishes nothing a ranking waits for
+        prompt = kafka_clients.producer(settings, **PROMPT_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES) if (
+            statistics) else None
+        self.outbox = Outbox(self.producer, prompt, PROMPT_TOPICS)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
         self.checkpoints = Checkpoints(self.outbox, self.store)
@@ -355,7 +366,7 @@ class DirectWorker:
             self.consumer.close(autocommit=False)
             if self.view is not None:
                 self.view.close()
-            self.producer.close()
+            self.outbox.close()
         log.info("stopped")
 
 

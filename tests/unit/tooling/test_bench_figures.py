@@ -31,3 +31,18 @@ def test_marks_stamped_in_one_burst_give_a_rate_from_the_workers_start_not_zero(
     # a span under a second is a burst too: its rate would be the broker's batching, not the worker's
     per_s, basis = sustained([(20_000, 4_000), (20_010, 12_000)], started_ms=14_000)
     assert basis == "from start" and 0 < per_s < 2_100
+
+
+def test_a_period_a_silent_job_stream_holds_open_shows_as_close_wait_not_as_the_pipelines_delay() -> None:
+    # Session 10: the live bench's one delta period that missed period + 1 s closed 1.3 s after the replay's clock
+    # passed it, because job-events[0] sent nothing for 132 s of event time; the worker's own part was 0.1 s.
+    from laggard.bench.latency import latencies
+
+    period_us = 300
+    inputs = {("task-events", 0): [(250, 9_000), (310, 10_000)],  # passes the boundary 300 at 10.0 s
+              ("job-events", 0): [(100, 7_000), (430, 11_300)]}  # silent until 11.3 s: the period closes then
+    finishes = [(0, 7_000), (250, 9_000)]  # one before the period [0, 300), both inside it
+    result = latencies(inputs, finishes, {300: 11_400}, period_us)
+    assert result["close_wait"]["max_s"] == 1.3  # 10.0 s -> 11.3 s, the job stream's silence
+    assert result["close_to_output"]["max_s"] == 0.1  # 11.3 s -> 11.4 s, the worker
+    assert result["finish_to_output"]["max_s"] == 4.4  # from the period's first finish: all of it
