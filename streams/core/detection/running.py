@@ -149,7 +149,8 @@ class RunningTaskDetector:
         # (the 180-minute scale every 5 minutes): it costs a few ms on thousands of nodes.
         spread = functools.cache(lambda: node_spread(np.array([t.effect for t in longest]),
                                                      np.array([t.information for t in longest])))
-        self._looks = {node: runs for node, runs in self._looks.items() if node in tallies}  # no tasks: no run
+        # no usable task this look: no run (a forgotten node has none either, so this clears its counters too)
+        self._looks = {node: runs for node, runs in self._looks.items() if node in tallies}
         evidence = {}
         for node in sorted(tallies):
             evidence[node] = self._judge(node, tallies[node], end, spread)
@@ -205,7 +206,6 @@ class RunningTaskDetector:
                 self._effect.pop(node, None)
                 self._found.pop(node, None)
                 self._streak.pop(node, None)
-                self._looks.pop(node, None)
         for node, since in list(self._since.items()):
             if since < end - self.memory_us:
                 del self._since[node]
