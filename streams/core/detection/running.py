@@ -12,9 +12,10 @@ spread of task times).
 A node is *clearly slow* over a scale when ``z >= z_list`` (a strict level, per scale if it says so: a 100-node
 cluster is looked at tens of thousands of times a day) and its effect is at least ``min_effect`` (a robust effect
 size: slightly slower healthy hardware is significant over hours but small), with at least ``min_tasks`` tasks.
-A scale with ``repeat`` > 1 lists only after that many of its consecutive looks found the node clearly slow, or at
-once where its z against the cluster's spread of node effects also reaches the scale's ``at_once`` (on
-heterogeneous hardware a healthy node's lucky high passes once; ``Scale``). It is a suspect after
+A scale with ``repeat_us`` lists only once the node's consecutive passing looks cover that much event time
+(``Scale.looks_needed``: 3 looks for 3 minutes at a 1-minute period, 1 at a 5-minute one), or at once where its z
+against the cluster's spread of node effects also reaches the scale's ``at_once`` (on heterogeneous hardware a
+healthy node's lucky high passes once; ``Scale``). It is a suspect after
 ``persistence`` periods in a row, never in the first ``warmup_us`` of what it watched (a cold start sees young
 jobs only). Once a suspect, its effect is remembered and it stays *still slow* until
 it has *recovered*: some scale with at least ``release_tasks`` tasks shows an effect clearly (``z_release``
@@ -99,6 +100,7 @@ class RunningTaskDetector:
         self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
         self.recent_rate = recent_rate
         self.period_us = period_us  # boundaries this far apart (None: unknown); see ``looks_at``
+        self._needed = tuple(s.looks_needed(period_us) for s in self.scales)  # passing looks that list, per scale
         self._projected: dict[tuple[str, str], int] = {}  # running task -> the duration its last checkpoint projects
         self._reported: dict[tuple[str, str], tuple[int, float]] = {}  # running task -> its last (elapsed, progress)
         self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
@@ -108,8 +110,8 @@ class RunningTaskDetector:
         self._table = TaskTable()
         self._since: dict[str, int] = {}  # tasks of the node started before this are forgotten
         self._streak: dict[str, tuple[int, int]] = {}
-        # node -> consecutive passing looks per scale (a scale with ``repeat`` lists only after that many), and the
-        # boundary they were counted at; only nodes with some passing run are kept
+        # node -> consecutive passing looks per scale (a scale with ``repeat_us`` lists only after ``_needed`` of
+        # them), and the boundary they were counted at; only nodes with some passing run are kept
         self._looks: dict[str, tuple[list[int], int]] = {}
         self._effect: dict[str, float] = {}  # suspects not yet recovered -> the effect they were found with
         self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
@@ -147,7 +149,8 @@ class RunningTaskDetector:
         # (the 180-minute scale every 5 minutes): it costs a few ms on thousands of nodes.
         spread = functools.cache(lambda: node_spread(np.array([t.effect for t in longest]),
                                                      np.array([t.information for t in longest])))
-        self._looks = {node: runs for node, runs in self._looks.items() if node in tallies}  # no tasks: no run
+        # no usable task this look: no run (a forgotten node has none either, so this clears its counters too)
+        self._looks = {node: runs for node, runs in self._looks.items() if node in tallies}
         evidence = {}
         for node in sorted(tallies):
             evidence[node] = self._judge(node, tallies[node], end, spread)
@@ -203,7 +206,6 @@ class RunningTaskDetector:
                 self._effect.pop(node, None)
                 self._found.pop(node, None)
                 self._streak.pop(node, None)
-                self._looks.pop(node, None)
         for node, since in list(self._since.items()):
             if since < end - self.memory_us:
                 del self._since[node]
@@ -259,8 +261,8 @@ class RunningTaskDetector:
     def _hits(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float]
               ) -> list[tuple[Scale, Tally, int]]:
         """The scales listing ``node`` at boundary ``end``, each with its consecutive passing looks: a look that
-        passes lists at once on a scale with ``repeat`` 1, otherwise only the ``repeat``-th passing look in a row,
-        or one whose z against the spread reaches the scale's ``at_once``. Looks are counted in the warm-up too
+        passes lists at once on a scale needing 1 (``_needed``), otherwise only the ``_needed``-th passing look in a
+        row, or one whose z against the spread reaches the scale's ``at_once``. Looks are counted in the warm-up too
         (nothing is listed then), each boundary once however often it is judged."""
         warm = self._first_us is not None and end >= self._first_us + self.warmup_us
         before, counted_at = self._looks.get(node, ([0] * len(self.scales), -1))
@@ -274,7 +276,7 @@ class RunningTaskDetector:
             if not (warm and passed):
                 continue
             # the spread is estimated only for a node that passed short of its repeats
-            if runs[k] >= scale.repeat or (scale.at_once is not None and
+            if runs[k] >= self._needed[k] or (scale.at_once is not None and
                                            t.z / math.sqrt(1.0 + spread() * t.information) >= scale.at_once):
                 hits.append((scale, t, runs[k]))
         if any(runs):
@@ -307,22 +309,45 @@ class RunningTaskDetector:
                                 f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
         if hits and streak >= self.persistence:
             scale, t, looks = hits[0]
+            needed = self._needed[self.scales.index(scale)]
             if effect is None:
                 self._effect[node], self._found[node] = t.effect, end
             z = self.z_list if scale.z is None else scale.z
             against = spread() if scale.spread else 0.0
-            if scale.repeat > 1:
+            if needed > 1:
                 against = spread()  # the words say what listed the node: its looks or the spread
-            return Evidence(node, True, score, _why(scale, t, streak, z, against, looks), still_slow=True)
+            return Evidence(node, True, score, _why(scale, t, streak, z, against, looks, needed), still_slow=True)
         if effect is not None:
             return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
                             f"clearly below {self.recovery_ratio * effect:+.2f} yet", still_slow=True)
         if hits:
             return Evidence(node, False, score, f"clearly slow over {hits[0][0].label} for {streak} of "
                             f"{self.persistence} periods needed")
+        waiting = self._waiting(node, end)
+        if waiting:
+            return Evidence(node, False, score, waiting)
         best = max(tallies, key=lambda t: t.z)
         return Evidence(node, False, score, f"not clearly slow: at most z {best.z:+.1f}, effect {best.effect:+.2f} "
                         f"over {best.tasks} tasks")
+
+    def _waiting(self, node: str, end: int) -> str:
+        """The words for a node some scale has seen pass short of its looks (the longest such run, the shortest
+        scale first), or "" for none."""
+        runs, counted_at = self._looks.get(node, ((), -1))
+        if counted_at != end:
+            return ""
+        waiting = [(r, k) for k, r in enumerate(runs) if r > 0 and self._needed[k] > 1]
+        if not waiting:
+            return ""
+        r, k = max(waiting, key=lambda rk: (rk[0], -rk[1]))
+        scale, needed = self.scales[k], self._needed[k]
+        if r >= needed:
+            return (f"passed {r} consecutive looks over {scale.label}, not listed in the first "
+                    f"{self.warmup_us / MINUTE_US:g} min of what the detector watched (warm-up)")
+        once = "" if scale.at_once is None else f" or at once at z {scale.at_once:g} against the spread"
+        repeat = self._needed[k] * max(self.period_us or 0, scale.every_us or 0)
+        return (f"passed {r} of {needed} looks over {scale.label}; listed after {needed} in a row "
+                f"({repeat / MINUTE_US:g} min of event time){once}")
 
     def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
         """The shortest scale, among those holding only tasks started since the node was found (``listed_us``
@@ -343,9 +368,29 @@ class RunningTaskDetector:
                 "tasks": self._table.rows(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
                 "looks": {n: [runs, at] for n, (runs, at) in self._looks.items()},
+                "look_scales": [list(self._identity(s)) for s in self.scales],
                 "effect": self._effect, "found": self._found, "first": self._first_us,
                 "projected": [[job, task, d] for (job, task), d in self._projected.items()],
                 "reported": [[job, task, e, p] for (job, task), (e, p) in self._reported.items()]}
+
+    def _identity(self, scale: Scale) -> tuple[Any, ...]:
+        """What a pass over ``scale`` means: a counter of passing looks carries over only to a scale with the same."""
+        z = self.z_list if scale.z is None else scale.z
+        effect = self.min_effect if scale.min_effect is None else scale.min_effect
+        return (scale.window_us, float(z), scale.every_us, scale.spread, float(effect), self.min_tasks)
+
+    def _restore_looks(self, state: dict[str, Any]) -> dict[str, tuple[list[int], int]]:
+        """The snapshot's counters of passing looks, each on the scale judged the same way now (``_identity``;
+        a restart with another window or level starts that scale's counting afresh, as does a snapshot from
+        before the identities were kept)."""
+        saved = [tuple(i) for i in state.get("look_scales", [])]
+        where = [saved.index(i) if i in saved else None for i in (self._identity(s) for s in self.scales)]
+        looks = {}
+        for node, (runs, at) in state.get("looks", {}).items():
+            kept = [0 if j is None or j >= len(runs) else int(runs[j]) for j in where]
+            if any(kept):
+                looks[node] = (kept, int(at))
+        return looks
 
     def restore(self, state: dict[str, Any]) -> None:
         version = state.get("version")
@@ -360,8 +405,7 @@ class RunningTaskDetector:
             self._table.put(str(job), str(task), str(node), int(start), int(duration))
         self._since = {k: int(v) for k, v in state["since"].items()}
         self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
-        self._looks = {k: ([int(r) for r in v[0]], int(v[1])) for k, v in state.get("looks", {}).items()
-                       if len(v[0]) == len(self.scales)}  # another detector's scales: counting starts afresh
+        self._looks = self._restore_looks(state)
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
         self._first_us = None if state["first"] is None else int(state["first"])

@@ -18,25 +18,46 @@ class Scale:
     node's lucky high: its level is set for looks this far apart, whatever the ranking period. ``spread``: its
     z is judged against the cluster's spread of node effects too (``node_spread``): over hours, healthy
     hardware a little slower than the rest is significant but no fault. ``min_effect``: the effect a node must
-    show over it (None: the detector's); a scale asking a large one may ask a lower z. ``repeat``: a node is
-    listed over it only once that many of its consecutive looks passed, unless ``at_once`` (None: never) is set
-    and its z against the cluster's spread of node effects reaches it too: on heterogeneous hardware a healthy
-    node's pass is a lucky high of a slightly slower generation, z near the level against the spread and gone
-    at the next look, while a slow node keeps passing or stands beyond the spread (issue 21, session 10)."""
+    show over it (None: the detector's); a scale asking a large one may ask a lower z. ``repeat_us``: event time
+    (None: none) a node must keep passing over it before it is listed: its consecutive passing looks must cover that
+    much, ``looks_needed`` of them (``repeat_us`` over the scale's look interval, max(ranking period, ``every_us``),
+    rounded up, at least 1), unless ``at_once`` (None: never) is set and its z against the cluster's spread of node
+    effects reaches it too: on heterogeneous hardware a healthy node's pass is a lucky high of a slightly slower
+    generation, z near the level against the spread and gone at the next look, while a slow node keeps passing or
+    stands beyond the spread (issue 21, session 10). In event time, not looks: at a 1-minute period 3 minutes are 3
+    looks, at a 5-minute period 1 (session 11).
+
+    >>> scan = Scale(10 * MINUTE_US, repeat_us=3 * MINUTE_US)
+    >>> [scan.looks_needed(p * MINUTE_US) for p in (1, 2, 5, 10)]
+    [3, 2, 1, 1]
+    >>> window = Scale(60 * MINUTE_US, every_us=5 * MINUTE_US, repeat_us=15 * MINUTE_US)
+    >>> [window.looks_needed(p * MINUTE_US) for p in (1, 2, 5, 10)]
+    [3, 3, 3, 2]
+    """
 
     window_us: int
     z: float | None = None
     every_us: int | None = None
     spread: bool = False
     min_effect: float | None = None
-    repeat: int = 1
+    repeat_us: int | None = None
     at_once: float | None = None
 
     def __post_init__(self) -> None:
         if self.every_us is not None and self.every_us <= 0:
             raise ValueError(f"a scale's every_us must be positive, not {self.every_us}")
-        if self.repeat < 1:
-            raise ValueError(f"a scale's repeat must be at least 1, not {self.repeat}")
+        if self.repeat_us is not None and self.repeat_us <= 0:
+            raise ValueError(f"a scale's repeat_us must be positive, not {self.repeat_us}")
+
+    def looks_needed(self, period_us: int | None) -> int:
+        """The consecutive passing looks that list a node (short of ``at_once``): enough to cover ``repeat_us`` of
+        event time at one look every max(``period_us``, ``every_us``), at least 1."""
+        if self.repeat_us is None:
+            return 1
+        interval = max(period_us or 0, self.every_us or 0)
+        if interval <= 0:
+            raise ValueError("a scale with repeat_us needs its look interval: the ranking period or its every_us")
+        return max(1, -(-self.repeat_us // interval))
 
     @property
     def label(self) -> str:
@@ -78,15 +99,16 @@ def _z(scale: Scale, t: Tally, spread: float) -> float:
     return t.z / math.sqrt(1.0 + spread * t.information) if scale.spread else t.z
 
 
-def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0, looks: int = 1) -> str:
-    """``looks``: the scale's consecutive passing looks; with ``scale.repeat`` > 1 the words say whether those or
-    the z against the spread (``at_once``) listed the node."""
+def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0, looks: int = 1,
+         needed: int = 1) -> str:
+    """``looks``: the scale's consecutive passing looks; with ``needed`` (``Scale.looks_needed``) > 1 the words say
+    whether those or the z against the spread (``at_once``) listed the node."""
     period = "period" if streak == 1 else "periods"
     against = f"; against the nodes' spread +-{math.sqrt(spread):.2f}: z {_z(scale, t, spread):.1f}" if (
         scale.spread and spread > 0) else ""
     how = ""
-    if scale.repeat > 1:
-        how = (f"; {looks} consecutive looks passed" if looks >= scale.repeat else
+    if needed > 1:
+        how = (f"; {looks} consecutive looks passed" if looks >= needed else
                f"; at once: against the nodes' spread +-{math.sqrt(spread):.2f} z "
                f"{t.z / math.sqrt(1.0 + spread * t.information):.1f} >= {scale.at_once:g}")
     return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
