@@ -25,7 +25,7 @@ class Scale:
     effects reaches it too: on heterogeneous hardware a healthy node's pass is a lucky high of a slightly slower
     generation, z near the level against the spread and gone at the next look, while a slow node keeps passing or
     stands beyond the spread (issue 21, session 10). In event time, not looks: at a 1-minute period 3 minutes are 3
-    looks, at a 5-minute period 1 (session 11).
+    looks, at a 5-minute period 1 (session 10, later).
 
     >>> scan = Scale(10 * MINUTE_US, repeat_us=3 * MINUTE_US)
     >>> [scan.looks_needed(p * MINUTE_US) for p in (1, 2, 5, 10)]
