@@ -107,12 +107,12 @@ RUNNING_Z_LARGE, RUNNING_LARGE_EFFECT = 4.0, 1.5
 # unchanged (its spread is ~0.02, so the at-once levels are the plain ones there); hetero-1.5x 51 -> 43 of 60
 # listed, hetero-wide-2x 60 -> 59 (10 min later, median), hetero-1.3x-10pct 34 -> 17 of 150.
 RUNNING_AT_ONCE_WINDOW, RUNNING_AT_ONCE_SCAN = 4.3, 4.5
-# Session 10 (later): that persistence is event time, not looks (the scans look once per ranking period: "3 looks" was 10
-# minutes at the default 5-minute period, 20 at a 10-minute one). A node must keep passing a scan for 3 minutes and
+# Session 10 (later): that persistence is event time, not looks (the scans look once per ranking period: "3 looks" was
+# 10 minutes at the default 5-minute period, 20 at a 10-minute one). A node must keep passing a scan for 3 minutes and
 # the window for 15 (Scale.repeat_us): exactly session 10's 3 looks at a 1-minute period and the window's 5-minute
-# looks; the looks needed are repeat_us over the scale's look interval, max(period, every_us), rounded up, at least
-# 1 (at a 5-minute period a scan lists at its first passing look, the window at its third). Not tuned at other
-# periods (docs/scenarios.md, session 10, later).
+# looks; the looks needed are repeat_us over the scale's look interval, max(period, every_us), rounded up, at least 1
+# (at a 5-minute period a scan lists at its first passing look, the window at its third). Not tuned at other periods
+# (docs/scenarios.md, session 10, later).
 RUNNING_REPEAT_SCAN_US, RUNNING_REPEAT_WINDOW_US = 3 * 60_000_000, 15 * 60_000_000
 
 
