@@ -67,6 +67,10 @@ _SUITE = (
              "one at 1.1x, 24 h, 25 tasks/node/h: a skewed mix (a minority slower rack, not even thirds) the spread "
              "estimate must not trim away as suspects (not tuned on: defined in session 10 before its first run)",
              nodes=120, rate=25, hours=24, hardware=(1.0, 1.0, 1.0, 1.1), tags=("healthy", "unseen")),
+    Scenario("hetero-old-rack-2x", "3 of 120 nodes 2x slow from 1 h to 3 h on hetero-old-rack-24h's hardware (three "
+             "quarters of one generation, a quarter of an older one at 1.1x), 25 tasks/node/h, 5 h (not tuned on: "
+             "defined in session 10 before its first run)", nodes=120, rate=25, hours=5,
+             hardware=(1.0, 1.0, 1.0, 1.1), faults=(Fault(3, 2.0, onset_h=1, recovery_h=3),), tags=("unseen",)),
     Scenario("over-cap-2x", "20 of 100 nodes 2x slow from 1 h to 3 h: twice what the 10 % cap allows",
              nodes=100, rate=60, hours=4, faults=(Fault(20, 2.0, onset_h=1, recovery_h=3),)),
 )
