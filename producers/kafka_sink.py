@@ -84,6 +84,15 @@ def aiokafka_options(settings: Settings) -> dict[str, Any]:
     return options
 
 
+def producer_options(settings: Settings, compression: str | None, batch_bytes: int, linger_ms: int) -> dict[str, Any]:
+    """The ``AIOKafkaProducer``'s options: idempotent like kafka-python's producer was (aiokafka's default is not),
+    so a retry after a lost acknowledgement cannot write a batch twice. Idempotence needs acks='all'; aiokafka
+    keeps one batch per partition in flight, within the broker's limit of 5, and numbers ``send_batch``'s
+    batches itself (when it pops them for sending)."""
+    return {**aiokafka_options(settings), "acks": "all", "enable_idempotence": True, "compression_type": compression,
+            "max_batch_size": batch_bytes, "max_request_size": 4 * batch_bytes, "linger_ms": linger_ms}
+
+
 class KafkaSink:
     """Publishes events to laggard's topics; ``sent`` counts acknowledged records after ``close()``."""
 
@@ -113,8 +122,7 @@ class KafkaSink:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="replay-producer", daemon=True)
         self._thread.start()
-        options = {**aiokafka_options(settings), "acks": "all", "compression_type": compression,
-                   "max_batch_size": batch_bytes, "max_request_size": 4 * batch_bytes, "linger_ms": linger_ms}
+        options = producer_options(settings, compression, batch_bytes, linger_ms)
         try:
             self._partitions = self._call(self._start(options))
         except BaseException:
