@@ -28,6 +28,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError as AIOKafkaError
 from aiokafka.errors import KafkaTimeoutError
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.partitioner.default import DefaultPartitioner
 
 from producers import fast_encode
@@ -138,6 +139,7 @@ class KafkaSink:
         self._thread = threading.Thread(target=self._loop.run_forever, name="replay-producer", daemon=True)
         self._thread.start()
         options = producer_options(settings, compression, batch_bytes, linger_ms)
+        self._max_request_size = options["max_request_size"]
         try:
             self._partitions = self._call(self._start(options))
         except BaseException:
@@ -161,6 +163,13 @@ class KafkaSink:
                 del self._open[(topic, partition)]
         if entry is not None:
             self._hand_over(topic, partition, entry[0])
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, [])
+        if size > self._max_request_size:  # an empty batch takes any record; the broker would refuse it at delivery
+            self.records += 1  # counted as failed by close()
+            self.first_error = self.first_error or (
+                f"a record of {size:,} bytes (job {key.decode(errors='replace')}) is over the producer's "
+                f"max_request_size of {self._max_request_size:,} bytes; not sent")
+            return
         with self._lock:
             batch = self._producer.create_batch()
             if batch.append(timestamp=None, key=key, value=value) is None:

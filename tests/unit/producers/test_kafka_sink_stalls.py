@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.producer.message_accumulator import BatchBuilder
 from click.testing import CliRunner
 
@@ -151,3 +152,42 @@ def test_the_replay_command_fails_on_records_abandoned_by_ctrl_c(monkeypatch: py
     assert result.exit_code != 0
     assert re.search(r"Error: ([\d,]+) of \1 events were not acknowledged: .*the replay stopped", result.stderr), (
         result.stderr)
+
+
+class AnsweringBrokerProducer(SilentBrokerProducer):
+    """``AIOKafkaProducer`` with a broker that acknowledges every batch up to its request limit at once and
+    refuses a larger one, as Kafka does (MessageSizeTooLarge), only at delivery."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.max_request_size = options["max_request_size"]
+        self.batch_sizes: list[int] = []
+        ANSWERING.append(self)
+
+    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[Any]:
+        delivery = asyncio.get_running_loop().create_future()
+        self.batch_sizes.append(batch.size())
+        if batch.size() > self.max_request_size:
+            delivery.set_exception(MessageSizeTooLargeError())
+        else:
+            delivery.set_result(None)
+        return delivery
+
+
+ANSWERING: list[AnsweringBrokerProducer] = []
+
+
+def test_a_record_over_the_request_limit_is_rejected_with_its_reason_and_the_replay_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", AnsweringBrokerProducer)
+    monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
+    sink = KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"), batch_bytes=512 * 1024)  # requests up to 2 MB
+    sink.send(JobStart("j1", 1))
+    sink.send_encoded(sink.job_topic, b"j2", 0, b"x" * 3 * 1024 * 1024)  # 3 MB: an empty batch would take it
+    sink.send(JobStart("j3", 3))
+    sink.close()
+    assert (sink.records, sink.sent, sink.failed) == (3, 2, 1)
+    assert sink.first_error is not None and "over the producer's max_request_size of 2,097,152 bytes" in (
+        sink.first_error)
+    assert max(ANSWERING[-1].batch_sizes) <= 2 * 1024 * 1024  # never handed to the producer
