@@ -241,6 +241,7 @@ class KafkaSink:
         while (item := await self._batches.get()) is not None:
             topic, partition, batch, counted = item
             count = batch.record_count()
+            batch.close()  # else aiokafka lingers linger_ms again on a batch the linger timer or close() queued
             try:
                 delivery = await self._producer.send_batch(batch, topic, partition=partition)
             except Exception as exc:  # counted and reported, as kafka-python's errback did

@@ -191,3 +191,29 @@ def test_a_record_over_the_request_limit_is_rejected_with_its_reason_and_the_rep
     assert sink.first_error is not None and "over the producer's max_request_size of 2,097,152 bytes" in (
         sink.first_error)
     assert max(ANSWERING[-1].batch_sizes) <= 2 * 1024 * 1024  # never handed to the producer
+
+
+def test_a_lingering_batch_goes_to_the_producer_closed_so_it_does_not_linger_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aiokafka sends a batch at once only when it is closed (else after its own linger_ms): a paced record would
+    wait the sink's linger, then the producer's."""
+    closed: list[bool] = []
+
+    class Recording(AnsweringBrokerProducer):
+        async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[Any]:
+            closed.append(batch.closed())
+            return await super().send_batch(batch, topic, partition=partition)
+
+    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", Recording)
+    monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
+    sink = KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"), linger_ms=20)
+    try:
+        sink.send(JobStart("j1", 1))  # queued by the linger timer
+        deadline = time.monotonic() + 5
+        while sink.sent == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sink.send(JobStart("j2", 2))  # queued by close()
+    finally:
+        sink.close()
+    assert closed == [True, True]
