@@ -265,14 +265,19 @@ class KafkaSink:
             self._pending.release()
 
     async def _close_lingering(self) -> None:
-        """Every ``linger_ms``, queue the batches open that long: a paced replay's records do not wait for more."""
+        """Queue each batch once it has been open ``linger_ms``: a paced replay's records do not wait for more.
+        Wakes when the oldest open batch is due, not every ``linger_ms`` (that let a batch opened just after a
+        wake wait almost twice ``linger_ms``)."""
+        wait = self._linger_s
         while True:
-            await asyncio.sleep(self._linger_s)
+            await asyncio.sleep(wait)
             now = time.monotonic()
             with self._lock:
                 due = [tp for tp, (_batch, opened) in self._open.items() if now - opened >= self._linger_s]
                 for topic, partition in due:
                     self._queue((topic, partition, self._open.pop((topic, partition))[0], False))
+                oldest = min((opened for _batch, opened in self._open.values()), default=None)
+            wait = self._linger_s if oldest is None else max(0.001, oldest + self._linger_s - now)
 
     async def _finish(self) -> None:
         self._linger.cancel()

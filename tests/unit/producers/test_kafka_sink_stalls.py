@@ -217,3 +217,23 @@ def test_a_lingering_batch_goes_to_the_producer_closed_so_it_does_not_linger_twi
     finally:
         sink.close()
     assert closed == [True, True]
+
+
+def test_a_paced_record_waits_about_linger_ms_whenever_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The linger timer wakes when the oldest open batch is due; waking every linger_ms let a record that came
+    just after a wake wait almost twice linger_ms (before the producer's own linger, see the test above)."""
+    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", AnsweringBrokerProducer)
+    monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
+    sink = KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"), linger_ms=200)
+    waits = []
+    try:
+        for i in range(6):  # 230 ms apart: each comes 30 ms later after a 200 ms tick than the one before
+            time.sleep(0.23)
+            before, started = sink.sent, time.monotonic()
+            sink.send(JobStart(f"j{i}", i))
+            while sink.sent == before and time.monotonic() - started < 5:
+                time.sleep(0.002)
+            waits.append(time.monotonic() - started)
+    finally:
+        sink.close()
+    assert max(waits) < 0.3, [round(w, 3) for w in waits]
