@@ -6,6 +6,9 @@ each record type's writer is compiled once from its schema file into one small f
 its single-object header and the concatenation of its fields. Only the Avro types the events use are compiled
 (string, int, long, boolean, double, enum, and unions of null with one of those); a record type whose schema
 has any other falls back to ``codec.encode`` whole, so a schema change can make this slower, never different.
+So does a record with a value outside what the writers check (a long beyond 64 bits, a bool or an int where a
+double goes, a float where an int goes, anything but an int of 32 bits in a nullable int, ...): the codec
+writes it or raises its own error, so invalid values fail here exactly as they fail there.
 tests/unit/producers/test_fast_encode.py holds it byte for byte to ``codec.encode`` and to ``codec.decode``.
 
 >>> from streams.core.events import JobStart
@@ -26,6 +29,12 @@ from streams.serde import codec
 
 Writer = Callable[[Any], bytes]
 _SMALL_LIMIT = 1 << 14  # zigzag varints of 0 .. 16383 kept ready (string lengths, attempts, indices)
+_LONG_LIMIT = 1 << 63
+_INT_LIMIT = 1 << 31
+
+
+class _Unchecked(Exception):
+    """A value the compiled writers do not vouch for: the record goes to ``codec.encode`` instead."""
 
 
 def _zigzag_varint(value: int) -> bytes:
@@ -43,22 +52,39 @@ _SMALL = tuple(_zigzag_varint(i) for i in range(_SMALL_LIMIT))
 
 
 def _long(value: int) -> bytes:
+    """An Avro long, or int outside a union (the codec writes an int field as a long, unchecked)."""
+    if value.__class__ is not int:  # a bool, a float, an int subclass: the codec's choice
+        raise _Unchecked
+    if 0 <= value < _SMALL_LIMIT:
+        return _SMALL[value]
+    if -_LONG_LIMIT <= value < _LONG_LIMIT:
+        return _zigzag_varint(value)
+    raise _Unchecked  # the codec raises OverflowError
+
+
+def _int(value: int) -> bytes:
+    """An Avro int in a union, where the codec checks the type and the 32-bit range."""
+    if value.__class__ is not int or not -_INT_LIMIT <= value < _INT_LIMIT:
+        raise _Unchecked
     return _SMALL[value] if 0 <= value < _SMALL_LIMIT else _zigzag_varint(value)
 
 
 def _string(text: str) -> bytes:
-    data = text.encode("utf-8")
-    return _long(len(data)) + data
+    data = text.encode("utf-8")  # not a str: AttributeError, so the codec's error
+    size = len(data)
+    return (_SMALL[size] if size < _SMALL_LIMIT else _zigzag_varint(size)) + data
 
 
 def _boolean(value: bool) -> bytes:
-    return b"\x01" if value else b"\x00"
+    return b"\x01" if value else b"\x00"  # the codec's too, for any value
 
 
 _DOUBLE = struct.Struct("<d")  # Avro's double: IEEE 754, little-endian
 
 
 def _double(value: float) -> bytes:
+    if value.__class__ is not float:  # an int the codec writes, a bool it refuses: its choice
+        raise _Unchecked
     return _DOUBLE.pack(value)
 
 
@@ -80,15 +106,15 @@ def _nullable(null_index: int, other_index: int, other: Writer) -> Writer:
     return write
 
 
-def _writer(avro_type: Any) -> Writer | None:
+def _writer(avro_type: Any, in_union: bool = False) -> Writer | None:
     """The writer of one field's type, or None when it is not one this module compiles."""
     if isinstance(avro_type, str):
-        return _PRIMITIVES.get(avro_type)
+        return _int if in_union and avro_type == "int" else _PRIMITIVES.get(avro_type)
     if isinstance(avro_type, dict) and avro_type.get("type") == "enum":
         return _enum(list(avro_type["symbols"]))
     if isinstance(avro_type, list) and len(avro_type) == 2 and "null" in avro_type:
         other_index = 1 - avro_type.index("null")
-        other = _writer(avro_type[other_index])
+        other = _writer(avro_type[other_index], in_union=True)
         return None if other is None else _nullable(avro_type.index("null"), other_index, other)
     return None
 
@@ -119,6 +145,12 @@ for _type in (ev.TaskStart, ev.TaskFinish, ev.JobStart, ev.JobFinish, ev.TaskChe
 
 
 def encode(record: object) -> bytes:
-    """``codec.encode(record)``, compiled for the event types, the codec itself for every other record."""
+    """``codec.encode(record)``, compiled for the event types, the codec itself for every other record and for
+    a value the compiled writers do not check (the codec writes it or raises its own error)."""
     writer = _ENCODERS.get(record.__class__)
-    return writer(record) if writer is not None else codec.encode(record)
+    if writer is None:
+        return codec.encode(record)
+    try:
+        return writer(record)
+    except (_Unchecked, AttributeError, KeyError, TypeError, ValueError, OverflowError, struct.error):
+        return codec.encode(record)

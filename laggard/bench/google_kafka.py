@@ -96,8 +96,10 @@ def through_kafka(workdir: Path, settings: Settings, spec: str, engine: str, exp
         fresh_topics(own, PARTITIONS)
         workers = Workers(workdir, own, f"google-{engine}", count, engine, role)
         workers.start()
-        watch = SnapshotWatch(own)
+        watch: SnapshotWatch | None = None
+        replayer: _Replay | None = None
         try:
+            watch = SnapshotWatch(own)  # inside the try: if it raises, the workers are still stopped
             workers.wait_ready()
             broker_cpu_start = cpu_seconds(kafka_local.status(broker) or 0) or 0.0
             say(f"replaying {spec} into {count} {engine} worker(s)")
@@ -114,8 +116,12 @@ def through_kafka(workdir: Path, settings: Settings, spec: str, engine: str, exp
             usage = workers.usage()
             broker_cpu = (cpu_seconds(kafka_local.status(broker) or 0) or 0.0) - broker_cpu_start
         finally:
-            watch.close()
+            if replayer is not None:
+                replayer.stop()  # on an error path it may still run: it would outlive the bench and its broker
+            if watch is not None:
+                watch.close()
             workers.stop()
+    assert replayer is not None
     at_ms, final = found[0]
     return {"engine": engine, "role": role, "workers": count, "replay_seconds": replay["wall_seconds"],
             "replay_cpu_seconds": replay["cpu_seconds"], "replay": replay["summary"],
@@ -153,6 +159,17 @@ class _Replay:
     def check(self) -> None:
         if self.ended is not None and self._process.returncode != 0:
             raise RuntimeError(f"replay failed: {self._err.read_text(errors='replace')[-2000:]}")
+
+    def stop(self) -> None:
+        """End the child if it still runs (the bench failed before it finished): terminate, then kill."""
+        if self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._waiter.join(5)
 
     def finish(self) -> dict[str, Any]:
         self._waiter.join(TIMEOUT_S)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -67,7 +70,14 @@ def replay(
     _check_options(bootstrap, sink_name, speed, max_rate, as_json)
     trace = open_trace_or_fail(spec)
     sink = _make_sink(sink_name, bootstrap)
-    summary = _run(trace, sink, Pacer(speed, max_rate), limit)
+    try:
+        with _quiet_kafka_clients():
+            summary = _run(trace, sink, Pacer(speed, max_rate), limit)
+    except (BrokerUnavailable, KeyboardInterrupt):  # the broker stopped answering, or Ctrl-C while closing
+        if not isinstance(sink, KafkaSink):
+            raise
+        sink.close()
+        raise UserError(_lost(sink)) from None
     summary["sink"] = sink_name
     if isinstance(sink, KafkaSink):
         summary["kafka"] = {"topics": [sink.task_topic, sink.job_topic], "acknowledged": sink.sent,
@@ -82,7 +92,30 @@ def replay(
                    "they also stop waiting for job-events at once instead of after LAGGARD_IDLE_STREAM_TIMEOUT_S",
                    err=True)
     if isinstance(sink, KafkaSink) and sink.failed:
-        raise UserError(f"{sink.failed} of {trace.events} events were not published: {sink.first_error}")
+        raise UserError(_lost(sink))
+
+
+def _lost(sink: KafkaSink) -> str:
+    """One line for records the broker did not acknowledge (``close()`` counts every such record as failed)."""
+    lost = f"{sink.failed:,} of {sink.records:,} events were not acknowledged"
+    if sink.stalled:
+        return f"the broker at {sink.bootstrap} stopped answering; {lost}"
+    return f"{lost}: {sink.first_error or 'the replay stopped before they were (Ctrl-C)'}"
+
+
+@contextmanager
+def _quiet_kafka_clients() -> Iterator[None]:
+    """aiokafka and kafka-python log every failed reconnect (tens of MB a minute of a dead broker); the sink
+    reports a broker that stopped answering in one line instead."""
+    loggers = [logging.getLogger(name) for name in ("aiokafka", "kafka")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def _check_options(

@@ -36,3 +36,21 @@ def test_sasl_credentials_keep_their_names() -> None:
 def test_a_broker_that_is_not_there_is_one_clear_error() -> None:
     with pytest.raises(BrokerUnavailable, match=r"no Kafka broker answers at 127\.0\.0\.1:9 "):
         KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"))
+
+
+def test_the_producer_is_idempotent_and_aiokafka_accepts_its_options() -> None:
+    """kafka-python's producer (the replayer's old path) was idempotent by default; aiokafka's is not."""
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    from producers.kafka_sink import producer_options
+
+    options = producer_options(Settings(bootstrap_servers="127.0.0.1:9"), None, 512 * 1024, 50)
+    assert options["enable_idempotence"] is True and options["acks"] == "all"
+
+    async def build() -> object:
+        producer = AIOKafkaProducer(**options)  # raises ValueError on options idempotence does not allow
+        return producer._txn_manager  # aiokafka numbers batches only with a transaction manager
+
+    assert asyncio.run(build()) is not None
