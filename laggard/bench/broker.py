@@ -89,6 +89,19 @@ def input_partitions(settings: Settings) -> list[TopicPartition]:
         client.close()
 
 
+@contextlib.contextmanager
+def inputs_from_start(settings: Settings) -> Iterator[Any]:
+    """A kafka-python consumer assigned every task-events and job-events partition, at its start; closed after."""
+    client = kafka_clients.consumer(settings)
+    try:
+        partitions = input_partitions(settings)
+        client.assign(partitions)
+        client.seek_to_beginning(*partitions)
+        yield client
+    finally:
+        client.close()
+
+
 class Workers:
     """``laggard worker`` subprocesses of one app id and engine (faust or direct); their peak memory and CPU are
     read before they stop."""

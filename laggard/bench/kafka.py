@@ -23,7 +23,7 @@ from laggard.bench.broker import (
     Workers,
     broker_peak_mb,
     fresh_topics,
-    input_partitions,
+    inputs_from_start,
     own_broker,
 )
 from laggard.bench.common import Sizes, rate, say
@@ -64,11 +64,7 @@ def produce(settings: Settings, records: list[tuple[str, bytes, bytes]], compres
 
 def consume(settings: Settings, total: int, timeout_s: float = 300) -> float:
     """Records per second of reading ``total`` records of task-events + job-events, no decoding."""
-    client = kafka_clients.consumer(settings)
-    try:
-        partitions = input_partitions(settings)
-        client.assign(partitions)
-        client.seek_to_beginning(*partitions)
+    with inputs_from_start(settings) as client:
         count = 0
         started = time.perf_counter()
         while count < total:
@@ -77,8 +73,6 @@ def consume(settings: Settings, total: int, timeout_s: float = 300) -> float:
             for records in client.poll(timeout_ms=500, max_records=5000).values():
                 count += len(records)
         return rate(count, time.perf_counter() - started)
-    finally:
-        client.close()
 
 
 def counted(marks: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from laggard.bench.broker import fresh_topics, input_partitions, own_broker
+from laggard.bench.broker import fresh_topics, inputs_from_start, own_broker
 from laggard.bench.common import google_events_spec, say
 from laggard.bench.kafka import PARTITIONS, encoded, produce
 from producers.registry import open_trace
@@ -104,11 +104,7 @@ def interleaved(outputs: list[Output], total: int) -> list[list[Output]]:
 
 def consume_loop(settings: Settings, total: int, each: Callable[[Any, int], None] | None) -> dict[str, float]:
     """Read ``total`` input records from the beginning, calling ``each(record, index)``; CPU and wall seconds."""
-    client = kafka_clients.consumer(settings)
-    try:
-        partitions = input_partitions(settings)
-        client.assign(partitions)
-        client.seek_to_beginning(*partitions)
+    with inputs_from_start(settings) as client:
         count = 0
         wall, cpu = time.perf_counter(), time.process_time()
         while count < total:
@@ -120,8 +116,6 @@ def consume_loop(settings: Settings, total: int, each: Callable[[Any, int], None
                 else:
                     count += len(records)
         return {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall}
-    finally:
-        client.close()
 
 
 def outputs_loop(settings: Settings, total: int, per: list[list[Output]]) -> dict[str, float]:

@@ -76,12 +76,7 @@ def test_google_trace_replayed_to_kafka_lands_every_event(
 ) -> None:
     monkeypatch.setattr(kafka_sink, "MAX_ROUTES", 50)  # the route cache is cleared again and again on the way
     settings = Settings(bootstrap_servers=bootstrap)
-    run = uuid.uuid4().hex[:8]
-    topics = (
-        Topic(f"test-replay-{run}-task-events", "job_id", TASK_EVENTS.value_types, 4),
-        Topic(f"test-replay-{run}-job-events", "job_id", JOB_EVENTS.value_types, 2),
-    )
-    kafka_clients.create_topics(settings, topics)
+    topics = _fresh_topics(settings, "replay", task_partitions=4)
     trace = open_trace(f"google2011-events:{traces_dir / 'google2011-task-events'}")
     sink = KafkaSink(settings, task_topic=topics[0].name, job_topic=topics[1].name)
     result = replay(trace, sink, limit=LIMIT)
@@ -114,12 +109,7 @@ def test_a_paced_record_is_on_the_broker_before_the_replay_ends(bootstrap: str) 
     """A slow replay (``--speed``) must not hold records until a batch fills: the sink sends a batch once it
     has waited ``linger_ms``, without a further event and without ``close()``."""
     settings = Settings(bootstrap_servers=bootstrap)
-    run = uuid.uuid4().hex[:8]
-    topics = (
-        Topic(f"test-linger-{run}-task-events", "job_id", TASK_EVENTS.value_types, 2),
-        Topic(f"test-linger-{run}-job-events", "job_id", JOB_EVENTS.value_types, 2),
-    )
-    kafka_clients.create_topics(settings, topics)
+    topics = _fresh_topics(settings, "linger", task_partitions=2)
     sink = KafkaSink(settings, task_topic=topics[0].name, job_topic=topics[1].name)
     try:
         sink.send(JobStart("j1", 5))
@@ -130,3 +120,14 @@ def test_a_paced_record_is_on_the_broker_before_the_replay_ends(bootstrap: str) 
     finally:
         sink.close()
     assert on_broker == [JobStart("j1", 5)]
+
+
+def _fresh_topics(settings: Settings, name: str, task_partitions: int) -> tuple[Topic, Topic]:
+    """A task-events and a job-events topic (2 partitions) of this test's own, keyed as the standard ones."""
+    run = uuid.uuid4().hex[:8]
+    topics = (
+        Topic(f"test-{name}-{run}-task-events", "job_id", TASK_EVENTS.value_types, task_partitions),
+        Topic(f"test-{name}-{run}-job-events", "job_id", JOB_EVENTS.value_types, 2),
+    )
+    kafka_clients.create_topics(settings, topics)
+    return topics
