@@ -252,11 +252,15 @@ class RunningTaskDetector:
 
     def _clearly_slow(self, scale: Scale, tally: Tally, spread: Callable[[], float]) -> bool:
         """Whether one look over ``scale`` passes (``_hits`` says whether the scale lists the node)."""
-        z = self.z_list if scale.z is None else scale.z
-        effect = self.min_effect if scale.min_effect is None else scale.min_effect
+        z, effect = self._levels(scale)
         if tally.tasks < self.min_tasks or tally.effect < effect or tally.z < z:
             return False  # the spread only ever lowers z: no need to estimate it for this node
         return _z(scale, tally, spread() if scale.spread else 0.0) >= z
+
+    def _levels(self, scale: Scale) -> tuple[float, float]:
+        """The z and the effect a look over ``scale`` must reach (the detector's own where the scale sets none)."""
+        return (self.z_list if scale.z is None else scale.z,
+                self.min_effect if scale.min_effect is None else scale.min_effect)
 
     def _hits(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float]
               ) -> list[tuple[Scale, Tally, int]]:
@@ -312,10 +316,8 @@ class RunningTaskDetector:
             needed = self._needed[self.scales.index(scale)]
             if effect is None:
                 self._effect[node], self._found[node] = t.effect, end
-            z = self.z_list if scale.z is None else scale.z
-            against = spread() if scale.spread else 0.0
-            if needed > 1:
-                against = spread()  # the words say what listed the node: its looks or the spread
+            z = self._levels(scale)[0]
+            against = spread() if scale.spread or needed > 1 else 0.0  # the words say: its looks or the spread
             return Evidence(node, True, score, _why(scale, t, streak, z, against, looks, needed), still_slow=True)
         if effect is not None:
             return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
@@ -345,7 +347,7 @@ class RunningTaskDetector:
             return (f"passed {r} consecutive looks over {scale.label}, not listed in the first "
                     f"{self.warmup_us / MINUTE_US:g} min of what the detector watched (warm-up)")
         once = "" if scale.at_once is None else f" or at once at z {scale.at_once:g} against the spread"
-        repeat = self._needed[k] * max(self.period_us or 0, scale.every_us or 0)
+        repeat = needed * max(self.period_us or 0, scale.every_us or 0)
         return (f"passed {r} of {needed} looks over {scale.label}; listed after {needed} in a row "
                 f"({repeat / MINUTE_US:g} min of event time){once}")
 
@@ -375,8 +377,7 @@ class RunningTaskDetector:
 
     def _identity(self, scale: Scale) -> tuple[Any, ...]:
         """What a pass over ``scale`` means: a counter of passing looks carries over only to a scale with the same."""
-        z = self.z_list if scale.z is None else scale.z
-        effect = self.min_effect if scale.min_effect is None else scale.min_effect
+        z, effect = self._levels(scale)
         return (scale.window_us, float(z), scale.every_us, scale.spread, float(effect), self.min_tasks)
 
     def _restore_looks(self, state: dict[str, Any]) -> dict[str, tuple[list[int], int]]:
