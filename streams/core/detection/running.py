@@ -68,7 +68,7 @@ import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import node_spread, task_scores
-from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
+from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _waiting_words, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
 from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
@@ -342,14 +342,7 @@ class RunningTaskDetector:
         if not waiting:
             return ""
         r, k = max(waiting, key=lambda rk: (rk[0], -rk[1]))
-        scale, needed = self.scales[k], self._needed[k]
-        if r >= needed:
-            return (f"passed {r} consecutive looks over {scale.label}, not listed in the first "
-                    f"{self.warmup_us / MINUTE_US:g} min of what the detector watched (warm-up)")
-        once = "" if scale.at_once is None else f" or at once at z {scale.at_once:g} against the spread"
-        repeat = needed * max(self.period_us or 0, scale.every_us or 0)
-        return (f"passed {r} of {needed} looks over {scale.label}; listed after {needed} in a row "
-                f"({repeat / MINUTE_US:g} min of event time){once}")
+        return _waiting_words(self.scales[k], r, self._needed[k], self.period_us, self.warmup_us)
 
     def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
         """The shortest scale, among those holding only tasks started since the node was found (``listed_us``
