@@ -290,18 +290,9 @@ class RunningTaskDetector:
         self._streak[node] = (streak, end)
         score = max((t.effect - 2 * t.stderr for t in tallies if t.information > 0), default=-math.inf)
         effect = self._effect.get(node)
-        if effect is not None:
-            judged = self._recovery_scale(tallies, effect, end - self._found.get(node, end))
-            if judged is not None:
-                scale, t = judged
-                self._since[node] = end - scale.window_us
-                self._streak[node] = (0, end)
-                self._looks.forget(node)
-                del self._effect[node]
-                self._found.pop(node, None)
-                return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
-                                f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
-                                f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
+        recovered = None if effect is None else self._recover(node, tallies, end, score, effect)
+        if recovered is not None:
+            return recovered
         if hits and streak >= self.persistence:
             scale, t, looks = hits[0]
             needed = self._looks.needed[self.scales.index(scale)]
@@ -322,6 +313,22 @@ class RunningTaskDetector:
         best = max(tallies, key=lambda t: t.z)
         return Evidence(node, False, score, f"not clearly slow: at most z {best.z:+.1f}, effect {best.effect:+.2f} "
                         f"over {best.tasks} tasks")
+
+    def _recover(self, node: str, tallies: list[Tally], end: int, score: float, effect: float) -> Evidence | None:
+        """The release of a suspect found with ``effect`` that some scale shows recovered (``_recovery_scale``),
+        forgetting its suspicion, its streak and its looks, and its tasks from before that scale; None if none."""
+        judged = self._recovery_scale(tallies, effect, end - self._found.get(node, end))
+        if judged is None:
+            return None
+        scale, t = judged
+        self._since[node] = end - scale.window_us
+        self._streak[node] = (0, end)
+        self._looks.forget(node)
+        del self._effect[node]
+        self._found.pop(node, None)
+        return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
+                        f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
+                        f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
 
     def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
         """The shortest scale, among those holding only tasks started since the node was found (``listed_us``
