@@ -68,7 +68,8 @@ import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import node_spread, task_scores
-from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _waiting_words, _why, _z, looks_at
+from streams.core.detection.looks import PassingLooks, look_identity
+from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
 from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
@@ -100,7 +101,6 @@ class RunningTaskDetector:
         self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
         self.recent_rate = recent_rate
         self.period_us = period_us  # boundaries this far apart (None: unknown); see ``looks_at``
-        self._needed = tuple(s.looks_needed(period_us) for s in self.scales)  # passing looks that list, per scale
         self._projected: dict[tuple[str, str], int] = {}  # running task -> the duration its last checkpoint projects
         self._reported: dict[tuple[str, str], tuple[int, float]] = {}  # running task -> its last (elapsed, progress)
         self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
@@ -110,9 +110,8 @@ class RunningTaskDetector:
         self._table = TaskTable()
         self._since: dict[str, int] = {}  # tasks of the node started before this are forgotten
         self._streak: dict[str, tuple[int, int]] = {}
-        # node -> consecutive passing looks per scale (a scale with ``repeat_us`` lists only after ``_needed`` of
-        # them), and the boundary they were counted at; only nodes with some passing run are kept
-        self._looks: dict[str, tuple[list[int], int]] = {}
+        # a scale with ``repeat_us`` lists only after ``looks.needed`` consecutive passing looks
+        self._looks = PassingLooks(self.scales, period_us)
         self._effect: dict[str, float] = {}  # suspects not yet recovered -> the effect they were found with
         self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
 
@@ -150,7 +149,7 @@ class RunningTaskDetector:
         spread = functools.cache(lambda: node_spread(np.array([t.effect for t in longest]),
                                                      np.array([t.information for t in longest])))
         # no usable task this look: no run (a forgotten node has none either, so this clears its counters too)
-        self._looks = {node: runs for node, runs in self._looks.items() if node in tallies}
+        self._looks.keep_only(tallies)
         evidence = {}
         for node in sorted(tallies):
             evidence[node] = self._judge(node, tallies[node], end, spread)
@@ -265,28 +264,20 @@ class RunningTaskDetector:
     def _hits(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float]
               ) -> list[tuple[Scale, Tally, int]]:
         """The scales listing ``node`` at boundary ``end``, each with its consecutive passing looks: a look that
-        passes lists at once on a scale needing 1 (``_needed``), otherwise only the ``_needed``-th passing look in a
-        row, or one whose z against the spread reaches the scale's ``at_once``. Looks are counted in the warm-up too
-        (nothing is listed then), each boundary once however often it is judged."""
+        passes lists at once on a scale needing 1 (``looks.needed``), otherwise only the needed-th passing look in
+        a row, or one whose z against the spread reaches the scale's ``at_once``. Looks are counted in the warm-up
+        too (nothing is listed then), each boundary once however often it is judged."""
         warm = self._first_us is not None and end >= self._first_us + self.warmup_us
-        before, counted_at = self._looks.get(node, ([0] * len(self.scales), -1))
-        runs, hits = list(before), []
+        passed = [None if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us)
+                  else self._clearly_slow(scale, t, spread) for scale, t in zip(self.scales, tallies, strict=True)]
+        runs, hits = self._looks.count(node, end, passed), []
         for k, (scale, t) in enumerate(zip(self.scales, tallies, strict=True)):
-            if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us):
-                continue
-            passed = self._clearly_slow(scale, t, spread)
-            if counted_at != end:
-                runs[k] = runs[k] + 1 if passed else 0
-            if not (warm and passed):
+            if not (warm and passed[k]):
                 continue
             # the spread is estimated only for a node that passed short of its repeats
-            if runs[k] >= self._needed[k] or (scale.at_once is not None and
-                                           t.z / math.sqrt(1.0 + spread() * t.information) >= scale.at_once):
+            if runs[k] >= self._looks.needed[k] or (scale.at_once is not None and
+                                                    t.z / math.sqrt(1.0 + spread() * t.information) >= scale.at_once):
                 hits.append((scale, t, runs[k]))
-        if any(runs):
-            self._looks[node] = (runs, end)
-        else:
-            self._looks.pop(node, None)
         return hits
 
     def _judge(self, node: str, tallies: list[Tally], end: int, spread: Callable[[], float] = lambda: 0.0
@@ -299,21 +290,12 @@ class RunningTaskDetector:
         self._streak[node] = (streak, end)
         score = max((t.effect - 2 * t.stderr for t in tallies if t.information > 0), default=-math.inf)
         effect = self._effect.get(node)
-        if effect is not None:
-            judged = self._recovery_scale(tallies, effect, end - self._found.get(node, end))
-            if judged is not None:
-                scale, t = judged
-                self._since[node] = end - scale.window_us
-                self._streak[node] = (0, end)
-                self._looks.pop(node, None)
-                del self._effect[node]
-                self._found.pop(node, None)
-                return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
-                                f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
-                                f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
+        recovered = None if effect is None else self._recover(node, tallies, end, score, effect)
+        if recovered is not None:
+            return recovered
         if hits and streak >= self.persistence:
             scale, t, looks = hits[0]
-            needed = self._needed[self.scales.index(scale)]
+            needed = self._looks.needed[self.scales.index(scale)]
             if effect is None:
                 self._effect[node], self._found[node] = t.effect, end
             z = self._levels(scale)[0]
@@ -325,24 +307,28 @@ class RunningTaskDetector:
         if hits:
             return Evidence(node, False, score, f"clearly slow over {hits[0][0].label} for {streak} of "
                             f"{self.persistence} periods needed")
-        waiting = self._waiting(node, end)
+        waiting = self._looks.waiting(node, end, self.warmup_us)
         if waiting:
             return Evidence(node, False, score, waiting)
         best = max(tallies, key=lambda t: t.z)
         return Evidence(node, False, score, f"not clearly slow: at most z {best.z:+.1f}, effect {best.effect:+.2f} "
                         f"over {best.tasks} tasks")
 
-    def _waiting(self, node: str, end: int) -> str:
-        """The words for a node some scale has seen pass short of its looks (the longest such run, the shortest
-        scale first), or "" for none."""
-        runs, counted_at = self._looks.get(node, ((), -1))
-        if counted_at != end:
-            return ""
-        waiting = [(r, k) for k, r in enumerate(runs) if r > 0 and self._needed[k] > 1]
-        if not waiting:
-            return ""
-        r, k = max(waiting, key=lambda rk: (rk[0], -rk[1]))
-        return _waiting_words(self.scales[k], r, self._needed[k], self.period_us, self.warmup_us)
+    def _recover(self, node: str, tallies: list[Tally], end: int, score: float, effect: float) -> Evidence | None:
+        """The release of a suspect found with ``effect`` that some scale shows recovered (``_recovery_scale``),
+        forgetting its suspicion, its streak and its looks, and its tasks from before that scale; None if none."""
+        judged = self._recovery_scale(tallies, effect, end - self._found.get(node, end))
+        if judged is None:
+            return None
+        scale, t = judged
+        self._since[node] = end - scale.window_us
+        self._streak[node] = (0, end)
+        self._looks.forget(node)
+        del self._effect[node]
+        self._found.pop(node, None)
+        return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
+                        f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
+                        f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
 
     def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
         """The shortest scale, among those holding only tasks started since the node was found (``listed_us``
@@ -362,29 +348,15 @@ class RunningTaskDetector:
                 "seq": self._seq,
                 "tasks": self._table.rows(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
-                "looks": {n: [runs, at] for n, (runs, at) in self._looks.items()},
-                "look_scales": [list(self._identity(s)) for s in self.scales],
+                **self._looks.snapshot(self._identities()),
                 "effect": self._effect, "found": self._found, "first": self._first_us,
                 "projected": [[job, task, d] for (job, task), d in self._projected.items()],
                 "reported": [[job, task, e, p] for (job, task), (e, p) in self._reported.items()]}
 
-    def _identity(self, scale: Scale) -> tuple[Any, ...]:
-        """What a pass over ``scale`` means: a counter of passing looks carries over only to a scale with the same."""
-        z, effect = self._levels(scale)
-        return (scale.window_us, float(z), scale.every_us, scale.spread, float(effect), self.min_tasks)
-
-    def _restore_looks(self, state: dict[str, Any]) -> dict[str, tuple[list[int], int]]:
-        """The snapshot's counters of passing looks, each on the scale judged the same way now (``_identity``;
-        a restart with another window or level starts that scale's counting afresh, as does a snapshot from
-        before the identities were kept)."""
-        saved = [tuple(i) for i in state.get("look_scales", [])]
-        where = [saved.index(i) if i in saved else None for i in (self._identity(s) for s in self.scales)]
-        looks = {}
-        for node, (runs, at) in state.get("looks", {}).items():
-            kept = [0 if j is None or j >= len(runs) else int(runs[j]) for j in where]
-            if any(kept):
-                looks[node] = (kept, int(at))
-        return looks
+    def _identities(self) -> list[tuple[Any, ...]]:
+        """Per scale, what a pass over it means: a counter of passing looks carries over only to a scale with the
+        same (``look_identity``)."""
+        return [look_identity(s, *self._levels(s), self.min_tasks) for s in self.scales]
 
     def restore(self, state: dict[str, Any]) -> None:
         version = state.get("version")
@@ -399,7 +371,7 @@ class RunningTaskDetector:
             self._table.put(str(job), str(task), str(node), int(start), int(duration))
         self._since = {k: int(v) for k, v in state["since"].items()}
         self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
-        self._looks = self._restore_looks(state)
+        self._looks.restore(state, self._identities())
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
         self._first_us = None if state["first"] is None else int(state["first"])

@@ -1,6 +1,7 @@
 """What the running-task detector judges a node on: a scale (how far back, at what level, how often), the
 node's tally over it, the tally's z (against the cluster's spread of node effects where the scale asks), and
-the words of a listing (``streams.core.detection.running``)."""
+the words of a listing (``streams.core.detection.running``; the words for a node short of its scale's passing
+looks are with the looks' counting, ``streams.core.detection.looks``)."""
 
 from __future__ import annotations
 
@@ -130,13 +131,3 @@ def looks_at(end: int, every_us: int, period_us: int | None) -> bool:
         return end % every_us == 0
     return end // every_us > (end - period_us) // every_us
 
-
-def _waiting_words(scale: Scale, runs: int, needed: int, period_us: int | None, warmup_us: int) -> str:
-    """The words for a node that passed ``runs`` consecutive looks over ``scale``, which lists after ``needed``."""
-    if runs >= needed:
-        return (f"passed {runs} consecutive looks over {scale.label}, not listed in the first "
-                f"{warmup_us / MINUTE_US:g} min of what the detector watched (warm-up)")
-    once = "" if scale.at_once is None else f" or at once at z {scale.at_once:g} against the spread"
-    repeat = needed * max(period_us or 0, scale.every_us or 0)
-    return (f"passed {runs} of {needed} looks over {scale.label}; listed after {needed} in a row "
-            f"({repeat / MINUTE_US:g} min of event time){once}")

@@ -233,6 +233,24 @@ def test_a_restart_with_another_window_counts_that_scale_afresh() -> None:
     assert not old._judge("n1", [QUIET, LUCKY], 15 * MIN, lambda: TAU2).suspect
 
 
+# Written by the detector of main at 33a0ca3 (before the looks moved to looks.py) after two passing looks of the
+# window at minutes 5 and 10: a worker restarted on a newer version must read it as it was meant.
+SNAPSHOT_BEFORE_LOOKS_MODULE = json.loads(
+    '{"version": 2, "buffer": [[0, 0, 1, "j", "t", "n1", -1]], "seq": 1, "tasks": [], "since": {}, '
+    '"streak": {"n1": [0, 600000000]}, "looks": {"n1": [[0, 2], 600000000]}, '
+    '"look_scales": [[600000000, 50.0, null, false, 0.3, 5], [3600000000, 4.6, 300000000, false, 0.3, 5]], '
+    '"effect": {}, "found": {}, "first": 0, "projected": [], "reported": []}')
+
+
+def test_a_snapshot_written_before_the_looks_module_restores_its_looks_and_is_written_back_the_same() -> None:
+    scales = (Scale(10 * MIN, z=50.0), Scale(60 * MIN, every_us=5 * MIN, repeat_us=15 * MIN, at_once=4.3))
+    det = RunningTaskDetector(scales, z_list=4.6, period_us=MIN)
+    det.restore(SNAPSHOT_BEFORE_LOOKS_MODULE)
+    assert det.snapshot() == SNAPSHOT_BEFORE_LOOKS_MODULE  # the format (keys, encodings) is unchanged
+    evidence = det._judge("n1", [LUCKY, LUCKY], 15 * MIN, lambda: TAU2)
+    assert evidence.suspect and "3 consecutive looks passed" in evidence.reason  # the two looks carried over
+
+
 def heterogeneous_day(seed: int) -> list[Event]:
     """20 nodes, one task a minute each in jobs of 20 (one per node), n10-n19 a healthy 1.3x slower generation;
     n07 turns 2x slow at minute 90."""
