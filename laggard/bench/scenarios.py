@@ -3,7 +3,9 @@
 *Open loop*: the scheduler ignores the blacklist; the trace is what it would be without laggard. *Closed
 loop*: generation and detection interleave in event time: the simulator asks before every placement round
 which free nodes it may use, and the answer is the blacklist as the pipeline has it at that moment, so a
-listed node receives no new task and yields no new evidence, as in production. *Oracle*: the scheduler
+listed node receives no new task and yields no new evidence, as in production. (A round placed in the very
+instant a node is listed may still give it tasks, counted as *at listing*: the delta came out of that round's
+own first start, see ``_Scheduler``.) *Oracle*: the scheduler
 avoids exactly the faulty nodes while their faults are active (a yardstick for the job time, not detection).
 *Canary*: the closed loop with a way back: a listed node may still take one task every ``CANARY_EVERY_S``
 (probation), so it keeps yielding a little evidence and can be seen to recover.
@@ -43,7 +45,8 @@ class RunResult:
     jct_change: float | None  # against the open loop of the same seed; None for the open loop itself
     oracle_jct_change: float | None
     seconds: float
-    starts_on_listed: int = 0  # tasks started on a node while it was listed (closed loop: 0; canary: the canaries)
+    starts_on_listed: int = 0  # placed on a node the list held (open: ignored; closed: 0; canary: the canaries)
+    starts_at_listing: int = 0  # placed in the instant the node was listed, before the delta existed (_Scheduler)
     stays: list[Span] = field(default_factory=list)
     truth: dict[str, Any] = field(default_factory=dict)
 
@@ -62,45 +65,74 @@ def run_seed(scenario: Scenario, seed: int, loops: Sequence[str], overrides: dic
     return results
 
 
+class _Scheduler:
+    """The simulated scheduler: the blacklist as the pipeline has it, and the tasks started on listed nodes.
+
+    ``placement`` is asked before each placement round and remembers the list it answered with, so a start on
+    a listed node is one of two kinds. *On listed*: the round was placed with the node already on the list
+    (the open loop ignores it, the canary loop's probation tasks, and in the closed loop a violation). *At
+    listing*: the node was listed after the round was placed, in the same instant. The ranking of a boundary
+    is published once a task event at or past it reaches the pipeline (its watermark waits for both streams,
+    ``streams/core/stages.py``, as a Kafka worker does). When no task event came between the boundary and the
+    round, that event is the round's own first start, and the round's later starts can land on the node that
+    ranking lists. The scheduler could not have known: the delta did not exist when it chose.
+    """
+
+    def __init__(self, loop: str) -> None:
+        self.loop = loop
+        self.listed: set[str] = set()
+        self.given: frozenset[str] = frozenset()  # the list the latest round was placed with
+        self.canaries: dict[str, int] = {}  # listed node -> time of its last task while listed
+        self.every_us = round(CANARY_EVERY_S * 1e6) if loop == "canary" else None
+        self.on_listed = 0
+        self.at_listing = 0
+
+    def placement(self, candidates: Sequence[str], now_us: int) -> list[str]:
+        self.given = frozenset(self.listed)
+        if self.loop == "open":
+            return list(candidates)  # told the list, ignores it: the same trace as no placement at all
+        allowed = [node for node in candidates if node not in self.listed]
+        if self.every_us is not None:
+            for node in candidates:
+                if node in self.listed and now_us - self.canaries.get(node, -self.every_us) >= self.every_us:
+                    allowed.append(node)  # offered until it takes a task (seen below as its TaskStart)
+        return allowed
+
+    def started(self, event: TaskStart) -> None:
+        if event.node_id not in self.listed:
+            return
+        if event.node_id in self.given:
+            self.on_listed += 1
+        else:
+            self.at_listing += 1
+        self.canaries[event.node_id] = event.ts_us  # a task at listing also starts its probation period
+
+    def take(self, deltas: Iterable[Any], detection: DetectionScore) -> None:
+        for delta in deltas:
+            detection.update(delta)
+            self.listed.difference_update(r.node_id for r in delta.removed)
+            self.listed.update(a.node_id for a in delta.added)
+
+
 def _run(scenario: Scenario, seed: int, loop: str, overrides: dict[str, Any]) -> tuple[RunResult, dict[str, Any]]:
     began = time.perf_counter()
     settings = Settings(**overrides)
     pipeline = LocalPipeline(settings)
-    listed: set[str] = set()
-    canaries: dict[str, int] = {}  # listed node -> time of its last canary task
-    every_us = round(CANARY_EVERY_S * 1e6) if loop == "canary" else None
-
-    def placement(candidates: Sequence[str], now_us: int) -> list[str]:
-        allowed = [node for node in candidates if node not in listed]
-        if every_us is not None:
-            for node in candidates:
-                if node in listed and now_us - canaries.get(node, -every_us) >= every_us:
-                    allowed.append(node)  # offered until it takes a task (seen below as its TaskStart)
-        return allowed
-
-    sim = ClusterSim(scenario, seed, placement if loop != "open" else None)
+    scheduler = _Scheduler(loop)
+    sim = ClusterSim(scenario, seed, scheduler.placement)
     truth = sim.ground_truth
     detection = DetectionScore(truth["slow_nodes"], truth["onset_us"])
-
-    def take(deltas: Iterable[Any]) -> None:
-        for delta in deltas:
-            detection.update(delta)
-            listed.difference_update(r.node_id for r in delta.removed)
-            listed.update(a.node_id for a in delta.added)
-
-    on_listed = 0
     for event in sim:
-        if isinstance(event, TaskStart) and event.node_id in listed:
-            on_listed += 1
-            canaries[event.node_id] = event.ts_us
-        take(pipeline.feed(event))
-    take(pipeline.finish())
+        if isinstance(event, TaskStart):
+            scheduler.started(event)
+        scheduler.take(pipeline.feed(event), detection)
+    scheduler.take(pipeline.finish(), detection)
     stays = detection.spans()
     score = score_run(truth["slow_spans"], stays, scenario.nodes, round(scenario.hours * 3_600e6),
                       settings.max_fraction)  # the scenario's end, not the drain's last event
     jobs = dict(sim.jobs)
-    result = RunResult(scenario.name, seed, loop, score, _mean_jct(jobs), None, None,
-                       time.perf_counter() - began, on_listed, stays, truth)
+    result = RunResult(scenario.name, seed, loop, score, _mean_jct(jobs), None, None, time.perf_counter() - began,
+                       scheduler.on_listed, scheduler.at_listing, stays, truth)
     return result, jobs
 
 
@@ -163,6 +195,8 @@ def _row(name: str, loop: str, runs: Sequence[RunResult]) -> dict[str, Any]:
         "recovery_to_release_max_s": max(released) if released else None,
         "never_released": len(releases) - len(released),
         "flaps": sum(s.flaps for s in scores),
+        "starts_on_listed": sum(r.starts_on_listed for r in runs),
+        "starts_at_listing": sum(r.starts_at_listing for r in runs),
         "chance_listings": sum(s.chance_listings for s in scores),
         "chance_listed_min": sum(s.chance_listed_s for s in scores) / 60,
         "largest_share": max(s.largest_share for s in scores),

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from laggard.bench.scenarios import run_seed
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+
+from laggard.bench.scenarios import run_seed, summarise
+from laggard.commands.scenarios import print_table
 from producers.scenario_suite import SCENARIOS
+from producers.scenarios import ClusterSim
 
 
 def test_a_listed_node_gets_no_task_in_closed_loop_and_a_few_canaries_on_probation() -> None:
@@ -14,6 +22,40 @@ def test_a_listed_node_gets_no_task_in_closed_loop_and_a_few_canaries_on_probati
     # one node of twenty taken away costs the closed loop some job time; the job time is measured against open
     assert runs["closed"].jct_change is not None and runs["closed"].jct_change > 0
     assert runs["open"].jct_change is None
+
+
+def test_a_task_placed_in_the_instant_its_node_is_listed_is_counted_apart_from_violations() -> None:
+    # Seed 6: a job arrives at 1533.6 s with no task event since the 1500 s boundary, so that boundary's ranking
+    # (node-15 listed) comes out with the first start of the round placed for it, and two later starts of the
+    # same round land on node-15. The scheduler placed them before the delta existed (issue 21, h50). node-03,
+    # denied from the first ranking on, must get no task at all.
+    scenario = SCENARIOS["healthy-24h"].scaled(nodes=20, hours=2.0)
+    (closed,) = run_seed(scenario, 6, ["closed"], {"deny_list": ["node-03"]})
+    assert closed.starts_on_listed == 0
+    assert closed.starts_at_listing > 0
+    (row,) = summarise([closed])
+    assert (row["starts_on_listed"], row["starts_at_listing"]) == (0, closed.starts_at_listing)
+    text = _table(row)
+    assert f"0 +{closed.starts_at_listing}" in text and "VIOLATION" not in text
+    assert "VIOLATION" in _table({**row, "starts_on_listed": 1})  # a scheduler that ignored its list would show
+
+
+def test_an_open_loop_scheduler_told_the_list_places_every_task_as_the_recorded_trace() -> None:
+    # The bench's open loop answers every placement round with all candidates (to know which list it ignored).
+    scenario = SCENARIOS["cpu-2x"].scaled(nodes=20, hours=1.0)
+    asked: list[int] = []
+
+    def ignore_the_list(candidates: Sequence[str], now_us: int) -> list[str]:
+        asked.append(now_us)
+        return list(candidates)
+
+    assert list(ClusterSim(scenario, 3, ignore_the_list)) == list(ClusterSim(scenario, 3)) and asked
+
+
+def _table(row: dict[str, Any]) -> str:
+    console = Console(width=160, record=True, file=io.StringIO())
+    print_table([row], console)
+    return console.export_text()
 
 
 def test_avoiding_the_faulty_nodes_shortens_jobs() -> None:
