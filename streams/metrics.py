@@ -42,6 +42,8 @@ PREDICTOR_FLAGS = Counter("laggard_predictor_flags", "Tasks flagged as straggler
                           ["method"])
 LAST_PROGRESS = Gauge("laggard_last_progress_timestamp_seconds",
                       "Unix time of the latest record read (or of the latest check that found nothing to read)")
+OFFSET_SEEKS_BACK = Counter("laggard_offset_seeks_back", "Partitions sought back because a record came after one "
+                            "its state never took (skipped at a rebalance), or a hole in the log accepted")
 LIVE = Gauge("laggard_live", "1 when the liveness check passes")
 READY = Gauge("laggard_ready", "1 when the readiness check passes")
 

@@ -16,7 +16,9 @@ partition, another batch); a worker killed in between resumed past summaries the
 Events fetched before a rebalance are not processed after it (``PartitionStates.admit``): Faust drops them at the
 stream, but a batch taken before the rebalance still holds them, and one processed after its partition's state
 was forgotten rebuilt that state from the checkpoint plus a gap, then skipped the re-read events of the gap as
-covered (test_rebalance.py: the final snapshot's statistics off the clean run's).
+covered (test_rebalance.py: the final snapshot's statistics off the clean run's). Nor may a record reach a state
+before one Faust skipped at a rebalance comes again (``streams.agents.contiguity``): the state takes each source
+partition's records in offset order, and a partition that skips ahead is sought back.
 
 The table value is a versioned envelope (zlib-compressed JSON, ``streams.agents.envelope``, shared with the
 direct engine); another version means a cold start with a warning, never a crash.
@@ -46,6 +48,7 @@ from mode.types.signals import SignalHandlerT
 
 from streams import metrics
 from streams.agents.common import decode_or_dead_letter
+from streams.agents.contiguity import Contiguity, Seek, Take
 from streams.agents.envelope import ENVELOPE_FORMAT as ENVELOPE_FORMAT  # re-exported: the agents' names
 from streams.agents.envelope import Stateful
 from streams.agents.envelope import pack as pack
@@ -261,6 +264,7 @@ class PartitionStates(Generic[S]):
                  key: Callable[[int], bytes], on_load: OnLoad[S] | None = None) -> None:
         self.app, self.table, self.make, self.topics, self.key, self.on_load = app, table, make, topics, key, on_load
         self._slots: dict[int, Slot[S]] = {}
+        self.contiguity = Contiguity()
         on_revoke(app, self._forget_revoked)
 
     async def get(self, partition: int) -> Slot[S]:
@@ -293,16 +297,39 @@ class PartitionStates(Generic[S]):
                     expected: tuple[type[R], ...]) -> Admitted[S, R] | None:
         """The slot and record of a new event; None when the checkpoint covers it (acked here) or it was not
         a valid record (held, and dead-lettered when ``dead_letters`` is given), or it was fetched before the
-        latest rebalance (neither held nor acked: the consumer delivers it again from the committed offset)."""
+        latest rebalance (neither held nor acked: the consumer delivers it again from the committed offset), or
+        a record before it never reached the state (neither held nor acked: sought back to that one)."""
         if self.stale(event):
             return None
         slot = await self.get(event.message.partition)
         if slot.checkpointer.covered(event):
             await stream.ack(event)
             return None
+        if not await self._continues(slot.checkpointer, event):
+            return None
         slot.checkpointer.hold(event)
         record = await decode_or_dead_letter(event, dead_letters, expected)
         return None if record is None else Admitted(slot, record)
+
+    async def _continues(self, checkpointer: Checkpointer, event: RawEvent) -> bool:
+        """Whether ``event`` is the next record its state expects; if not, its partition is sought back to the one
+        missing (streams.agents.contiguity) and it is neither held nor acked."""
+        source, offset = source_of(event), event.message.offset
+        verdict = self.contiguity.judge(source, offset, checkpointer.offsets.get(source))
+        if isinstance(verdict, Take):
+            return True
+        if isinstance(verdict, Seek):
+            if verdict.hole:
+                log.warning("%s: offsets %d to %d never came after a seek back; going on without them (a log "
+                            "without them: transaction markers, retention)", source,
+                            checkpointer.offsets[source] + 1, verdict.offset - 1)
+                checkpointer.offsets[source] = verdict.offset - 1
+            else:
+                log.warning("%s: offset %d came before %d (skipped at a rebalance); reading again from %d",
+                            source, offset, verdict.offset, verdict.offset)
+            metrics.OFFSET_SEEKS_BACK.inc()
+            await self.app.consumer.seek(event.message.tp, verdict.offset)
+        return False
 
     def stale(self, event: RawEvent) -> bool:
         """True for an event a rebalance overtook: Faust's own rule for its streams (a rebalance under way, or
@@ -315,3 +342,4 @@ class PartitionStates(Generic[S]):
         for tp in revoked:
             if tp.topic in self.topics:
                 self._slots.pop(tp.partition, None)
+        self.contiguity.forget(f"{tp.topic}:{tp.partition}" for tp in revoked)
