@@ -72,9 +72,9 @@ async def _flush_while_a_checkpoint_is_buffered(confirming: bool) -> tuple[bool,
 
 
 def test_fausts_own_flush_gives_up_before_a_slow_checkpoint_is_confirmed() -> None:
-    confirmed, took_s = asyncio.run(_flush_while_a_checkpoint_is_buffered(confirming=False))
+    # Not timed (a loaded machine stretched its 0.1 s to 1.1 s once): returning unconfirmed is the behaviour.
+    confirmed, _ = asyncio.run(_flush_while_a_checkpoint_is_buffered(confirming=False))
     assert not confirmed, "Faust's flush waits only 0.1 s for a message to leave its buffer"
-    assert took_s < TAKE_S
 
 
 def test_the_confirming_flush_returns_only_once_the_checkpoint_is_confirmed() -> None:
