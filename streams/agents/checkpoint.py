@@ -328,8 +328,15 @@ class PartitionStates(Generic[S]):
                 log.warning("%s: offset %d came before %d (skipped at a rebalance); reading again from %d",
                             source, offset, verdict.offset, verdict.offset)
             metrics.OFFSET_SEEKS_BACK.inc()
-            await self.app.consumer.seek(event.message.tp, verdict.offset)
+            await self._seek(event.message.tp, verdict.offset)
         return False
+
+    async def _seek(self, tp: TP, offset: int) -> None:
+        # On the consumer's own thread (``seek_wait``): a seek from the agent's thread was overtaken by a fetch.
+        try:
+            await self.app.consumer.seek_wait({tp: offset})
+        except Exception as exc:  # revoked meanwhile, the broker away: the next record past the gap seeks again
+            log.warning("seeking %s back to %d failed (%r); trying again with its next record", tp, offset, exc)
 
     def stale(self, event: RawEvent) -> bool:
         """True for an event a rebalance overtook: Faust's own rule for its streams (a rebalance under way, or

@@ -11,12 +11,14 @@ head of a partition. Seen in the rebalance test as a ranking without one of its 
 node in 12 windows; 1 run in 6 under load), and in the kill test as a node's n one short.
 
 So an event past the next expected offset is refused (neither held nor acknowledged) and the partition is sought
-back to the missing offset; the records from there come again in order. A log can truly lack offsets (a
-transactional producer's commit markers, retention past a checkpoint): when only later records keep coming for
-``patience_s`` after the seek, the hole is accepted and reading resumes from the lowest record refused since.
+back to the missing offset; the records from there come again in order. A seek can be overtaken by records Faust
+fetched before it (they move its read position past the sought one, and it then drops the records fetched again:
+seen once in ten rebalance runs), so while only later records come the seek is repeated every ``reseek_s``. A log
+can truly lack offsets (a transactional producer's commit markers, retention past a checkpoint): when only later
+records keep coming for ``patience_s``, the hole is accepted and reading resumes from the lowest record refused.
 
->>> clock = iter([0.0, 1.0, 2.0, 3.0, 40.0]).__next__
->>> gaps = Contiguity(patience_s=30.0, clock=clock)
+>>> clock = iter([0.0, 1.0, 2.0, 3.0, 9.0, 40.0]).__next__
+>>> gaps = Contiguity(patience_s=30.0, reseek_s=5.0, clock=clock)
 >>> gaps.judge("t:0", 5, last=4)  # the next record
 Take()
 >>> gaps.judge("t:0", 7, last=5)  # 6 was skipped: refuse 7, read again from 6
@@ -25,8 +27,8 @@ Seek(offset=6, hole=False)
 Wait()
 >>> gaps.judge("t:0", 6, last=5)  # the skipped record, delivered again
 Take()
->>> gaps.judge("t:1", 3, last=1), gaps.judge("t:1", 3, last=1), gaps.judge("t:1", 3, last=1)
-(Seek(offset=2, hole=False), Wait(), Seek(offset=3, hole=True))
+>>> [gaps.judge("t:1", 3, last=1) for _ in range(4)]  # 2 never comes: sought again after 5 s, a hole after 30
+[Seek(offset=2, hole=False), Wait(), Seek(offset=2, hole=False), Seek(offset=3, hole=True)]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 GAP_PATIENCE_S = 30.0  # wall-clock seconds a sought-back partition may deliver only later records before a hole
+RESEEK_S = 5.0  # while only later records come, the seek is repeated this often
 
 
 class Take(NamedTuple):
@@ -61,15 +64,18 @@ Verdict = Take | Wait | Seek
 @dataclass
 class _Rewind:
     target: int  # the offset sought back to
-    since: float  # when
+    since: float  # when first
+    sought: float  # when last
     lowest: int  # the lowest offset refused since
 
 
 class Contiguity:
     """Per source partition (``topic:partition``): the seeks back in progress."""
 
-    def __init__(self, patience_s: float = GAP_PATIENCE_S, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, patience_s: float = GAP_PATIENCE_S, reseek_s: float = RESEEK_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.patience_s = patience_s
+        self.reseek_s = reseek_s
         self._clock = clock
         self._rewinds: dict[str, _Rewind] = {}
 
@@ -83,13 +89,16 @@ class Contiguity:
         expected, now = last + 1, self._clock()
         rewind = self._rewinds.get(source)
         if rewind is None or rewind.target != expected:
-            self._rewinds[source] = _Rewind(expected, now, offset)
+            self._rewinds[source] = _Rewind(expected, now, now, offset)
             return Seek(expected, hole=False)
         rewind.lowest = min(rewind.lowest, offset)
-        if now - rewind.since < self.patience_s:
-            return Wait()
-        del self._rewinds[source]
-        return Seek(rewind.lowest, hole=True)
+        if now - rewind.since >= self.patience_s:
+            del self._rewinds[source]
+            return Seek(rewind.lowest, hole=True)
+        if now - rewind.sought >= self.reseek_s:
+            rewind.sought = now
+            return Seek(expected, hole=False)
+        return Wait()
 
     def forget(self, sources: Iterable[str]) -> None:
         """Drop the seeks back of partitions that left this worker."""
