@@ -10,8 +10,10 @@ detectors were first tuned on), this models what an operator's cluster looks lik
 * Every node has ``slots`` task slots. A task waits in one FIFO queue until a slot is free *on a node the
   scheduler allows*: ``placement(candidates, now_us) -> allowed`` is asked at every placement round, so a
   blacklist can be honoured while the trace is generated (closed loop). Without it every node is allowed
-  (open loop, the trace as recorded). Queueing is what makes a blacklist cost something: capacity taken
-  away from a healthy cluster makes its jobs wait.
+  (open loop, the trace as recorded). If ``allowed`` is a mapping, its values cap how many tasks each node
+  may take in that round (None: all its free slots); a probation offer is a cap of 1: the first task drawn
+  for that node takes it, the round's other tasks go elsewhere. Queueing is what makes a blacklist cost
+  something: capacity taken away from a healthy cluster makes its jobs wait.
 * A node's speed is its hardware (``hardware``: the stretch of each healthy generation, nodes spread evenly
   over them) times its faults. A fault stretches the work done while it is active: ``cpu`` -- a constant
   stretch; ``memory`` -- ``1 + (slowdown - 1) * E`` per task with ``E ~ Exp(1)`` (paging hits tasks
@@ -50,7 +52,7 @@ import heapq
 import math
 import random
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,7 +65,8 @@ _RAMP_STEPS = 12  # a gradual fault grows in this many equal steps
 _JOB_SIGMA = 0.5  # spread of job sizes (log-normal)
 _JOB_TASKS_SIGMA = 0.8  # spread of task counts per job (log-normal)
 
-Placement = Callable[[Sequence[str], int], Collection[str]]
+# The allowed nodes, or allowed node -> most tasks it may take in this round (None: its free slots).
+Placement = Callable[[Sequence[str], int], Collection[str] | Mapping[str, int | None]]
 
 
 @dataclass(frozen=True)
@@ -356,9 +359,8 @@ class _Run:
         free = [node for node in self.sim.nodes if node.free > 0]
         if not free:
             return
-        if self.sim.placement is not None:
-            allowed = set(self.sim.placement([node.name for node in free], now))
-            free = [node for node in free if node.name in allowed]
+        room = self._room(free, now)
+        free = [node for node in free if room[node.name] > 0]
         while self.queue and free:
             i = self.choose.randrange(len(free))
             node = free[i]
@@ -370,7 +372,25 @@ class _Run:
                 for at in range(now + self.every_us, end, self.every_us):  # progress reports while it runs
                     self.push(at, 2, (job_id, task_id, node.name, now, work, spread))
             node.free -= 1
-            if not node.free:
+            room[node.name] -= 1
+            if not room[node.name]:
                 free[i] = free[-1]
                 free.pop()
+
+    def _room(self, free: Sequence[_Node], now: int) -> dict[str, int]:
+        """How many tasks each free node may take in this round: its free slots, 0 if the placement refuses it,
+        at most the placement's cap if it gives one. Uncapped, a node leaves the round exactly when its slots are
+        full, so the same random draws place the same tasks as without a cap (the open loop's trace)."""
+        if self.sim.placement is None:
+            return {node.name: node.free for node in free}
+        allowed = self.sim.placement([node.name for node in free], now)
+        if isinstance(allowed, Mapping):
+            caps: Mapping[str, int | None] = allowed
+        else:
+            caps = dict.fromkeys(allowed, None)
+        room: dict[str, int] = {}
+        for node in free:
+            cap = caps.get(node.name, 0)
+            room[node.name] = node.free if cap is None else min(node.free, cap)
+        return room
 

@@ -7,8 +7,9 @@ listed node receives no new task and yields no new evidence, as in production. (
 instant a node is listed may still give it tasks, counted as *at listing*: the delta came out of that round's
 own first start, see ``_Scheduler``.) *Oracle*: the scheduler
 avoids exactly the faulty nodes while their faults are active (a yardstick for the job time, not detection).
-*Canary*: the closed loop with a way back: a listed node may still take one task every ``CANARY_EVERY_S``
-(probation), so it keeps yielding a little evidence and can be seen to recover.
+*Canary*: the closed loop with a way back: a listed node is offered one task every ``CANARY_EVERY_S``
+(probation), so it keeps yielding a little evidence and can be seen to recover. An offer stands, round after
+round, until the node takes a task; the round it is taken in gives the node that one task and no more.
 
 The job time change compares the closed loop (or the oracle) with the open loop of the same seed: the same
 jobs with the same work, only placement differs.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -47,6 +49,7 @@ class RunResult:
     seconds: float
     starts_on_listed: int = 0  # placed on a node the list held (open: ignored; closed: 0; canary: the canaries)
     starts_at_listing: int = 0  # placed in the instant the node was listed, before the delta existed (_Scheduler)
+    tasks_per_offer: dict[int, int] = field(default_factory=dict)  # canary: tasks an offer got -> offers taken
     stays: list[Span] = field(default_factory=list)
     truth: dict[str, Any] = field(default_factory=dict)
 
@@ -86,19 +89,30 @@ class _Scheduler:
         self.every_us = round(CANARY_EVERY_S * 1e6) if loop == "canary" else None
         self.on_listed = 0
         self.at_listing = 0
+        self.rounds = 0
+        self.offered: frozenset[str] = frozenset()  # the probation offers of the latest round
+        self.taken: Counter[tuple[str, int]] = Counter()  # (node, round) -> tasks that offer got
 
-    def placement(self, candidates: Sequence[str], now_us: int) -> list[str]:
+    def placement(self, candidates: Sequence[str], now_us: int) -> list[str] | dict[str, int | None]:
         self.given = frozenset(self.listed)
+        self.rounds += 1
         if self.loop == "open":
             return list(candidates)  # told the list, ignores it: the same trace as no placement at all
-        allowed = [node for node in candidates if node not in self.listed]
+        allowed: dict[str, int | None] = dict.fromkeys((n for n in candidates if n not in self.listed), None)
         if self.every_us is not None:
             for node in candidates:
                 if node in self.listed and now_us - self.canaries.get(node, -self.every_us) >= self.every_us:
-                    allowed.append(node)  # offered until it takes a task (seen below as its TaskStart)
+                    allowed[node] = 1  # one task; offered each round until taken (seen below as its TaskStart)
+        self.offered = frozenset(n for n, cap in allowed.items() if cap is not None)
         return allowed
 
+    def tasks_per_offer(self) -> dict[int, int]:
+        """Offers taken by how many tasks they got: {1: n} when every probation offer gave exactly one task."""
+        return dict(sorted(Counter(self.taken.values()).items()))
+
     def started(self, event: TaskStart) -> None:
+        if event.node_id in self.offered:
+            self.taken[(event.node_id, self.rounds)] += 1
         if event.node_id not in self.listed:
             return
         if event.node_id in self.given:
@@ -132,7 +146,7 @@ def _run(scenario: Scenario, seed: int, loop: str, overrides: dict[str, Any]) ->
                       settings.max_fraction)  # the scenario's end, not the drain's last event
     jobs = dict(sim.jobs)
     result = RunResult(scenario.name, seed, loop, score, _mean_jct(jobs), None, None, time.perf_counter() - began,
-                       scheduler.on_listed, scheduler.at_listing, stays, truth)
+                       scheduler.on_listed, scheduler.at_listing, scheduler.tasks_per_offer(), stays, truth)
     return result, jobs
 
 
@@ -197,6 +211,7 @@ def _row(name: str, loop: str, runs: Sequence[RunResult]) -> dict[str, Any]:
         "flaps": sum(s.flaps for s in scores),
         "starts_on_listed": sum(r.starts_on_listed for r in runs),
         "starts_at_listing": sum(r.starts_at_listing for r in runs),
+        "tasks_per_offer": dict(sorted(sum((Counter(r.tasks_per_offer) for r in runs), Counter()).items())),
         "chance_listings": sum(s.chance_listings for s in scores),
         "chance_listed_min": sum(s.chance_listed_s for s in scores) / 60,
         "largest_share": max(s.largest_share for s in scores),

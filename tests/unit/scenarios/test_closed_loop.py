@@ -19,6 +19,8 @@ def test_a_listed_node_gets_no_task_in_closed_loop_and_a_few_canaries_on_probati
     runs = {r.loop: r for r in run_seed(scenario, 1, ["open", "closed", "canary"], {"deny_list": ["node-03"]})}
     assert runs["closed"].starts_on_listed == 0
     assert 0 < runs["canary"].starts_on_listed < runs["open"].starts_on_listed
+    assert runs["canary"].tasks_per_offer == {1: runs["canary"].starts_on_listed}  # each probation offer: one task
+    assert runs["closed"].tasks_per_offer == runs["open"].tasks_per_offer == {}  # no offers outside the canary loop
     # one node of twenty taken away costs the closed loop some job time; the job time is measured against open
     assert runs["closed"].jct_change is not None and runs["closed"].jct_change > 0
     assert runs["open"].jct_change is None
