@@ -7,7 +7,10 @@ innermost laggard/streams frame, so nothing is silently dropped. With ``--cpu S`
 seconds (the process's measured CPU time; py-spy's samples count a thread that waits for a core as running, so on
 a loaded machine samples / rate overstates the CPU, while the shares hold).
 
-    python scripts/cpu_parts.py PROFILE.txt [--cpu SECONDS] [--rate HZ] [--other N]
+    python scripts/cpu_parts.py PROFILE.txt [--cpu SECONDS] [--main] [--rate HZ] [--other N]
+
+With ``--main`` only the main thread's samples are split and SECONDS is its CPU (``/proc/PID/task/PID/stat``, as
+``profile_google_worker.py`` prints it): the thread-by-thread CPU from /proc is the better split between threads.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def main(argv: list[str]) -> None:
     cpu = float(argv[argv.index("--cpu") + 1]) if "--cpu" in argv else None
     rate = float(argv[argv.index("--rate") + 1]) if "--rate" in argv else 100.0
     others = int(argv[argv.index("--other") + 1]) if "--other" in argv else 12
+    main_only = "--main" in argv
     threads: Counter[str] = Counter()
     parts: Counter[str] = Counter()
     with open(path, encoding="utf-8", errors="replace") as lines:
@@ -75,9 +79,12 @@ def main(argv: list[str]) -> None:
             continue
         n = int(count)
         threads[thread_of(stack)] += n
+        if main_only and "MainThread" not in thread_of(stack):
+            continue
         parts[part_of(stack)] += n
     total = sum(parts.values())
-    print(f"{total} samples ({total / rate:.1f} s at {rate:.0f} Hz) in {path}")
+    which = " of the main thread" if main_only else ""
+    print(f"{total} samples{which} ({total / rate:.1f} s at {rate:.0f} Hz) in {path}")
     for thread, n in threads.most_common():
         print(f"  thread {thread}: {n} ({100 * n / total:.1f} %)")
     print("| part | samples | share | CPU s |\n|---|---:|---:|---:|")
