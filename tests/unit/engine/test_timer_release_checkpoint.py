@@ -93,3 +93,27 @@ def test_flags_released_by_the_timer_are_not_published_again_by_the_next_owner(e
     twice = [flag for flag, n in Counter(sent.flags()).items() if n > 1]
     assert not twice, f"{len(twice)} of {released} flags published again after a {ending}"
     assert len(sent.flags()) == released
+
+
+def test_the_worker_loop_collects_cycles_as_seldom_as_the_in_process_runner_and_restores_the_setting() -> None:
+    """DirectWorker.run raises the young-generation threshold while it loops (streams.gc_tuning), and the
+    process's own setting is back once it stops."""
+    import gc
+
+    from streams.gc_tuning import GC_YOUNG_THRESHOLD
+
+    settings = Settings(prediction_method=METHOD)
+    worker, _ = worker_without_broker(settings, PredictHost(settings, Sent()))  # type: ignore[arg-type]
+    seen: list[int] = []
+
+    class PollingOnce(FakeConsumer):
+        def poll(self, timeout_ms: int, max_records: int) -> dict[Any, Any]:
+            seen.append(gc.get_threshold()[0])
+            worker.stopping = True
+            return {}
+
+    before = gc.get_threshold()
+    worker.consumer, worker.stopping, worker.health = PollingOnce(), False, None
+    worker.run()
+    assert seen == [max(before[0], GC_YOUNG_THRESHOLD)]
+    assert gc.get_threshold() == before
