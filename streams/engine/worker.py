@@ -61,7 +61,9 @@ PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, 
 PROMPT_OPTIONS: dict[str, Any] = {**PRODUCER_OPTIONS, "linger_ms": 0}
 PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name, registry.NODE_CLASSES.name,
                            registry.BLACKLIST_DELTAS.name, registry.BLACKLIST_SNAPSHOT.name})
-CONSUMER_OPTIONS: dict[str, Any] = {}
+# kafka-python rejoins when its metadata changes, read every 5 min by default: a group joined before the metadata
+# named an input topic had nothing assigned until then (a CI bench worker exited 75 after 120 s of that).
+CONSUMER_OPTIONS: dict[str, Any] = {"metadata_max_age_ms": 10_000}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 PREDICT_GROUP = "{app_id}-predict"  # the prediction role's consumer group, app id and checkpoint topic prefix
 
