@@ -46,7 +46,7 @@ def test_the_producer_is_idempotent_and_aiokafka_accepts_its_options() -> None:
 
     from producers.kafka_sink import producer_options
 
-    options = producer_options(Settings(bootstrap_servers="127.0.0.1:9"), None, 512 * 1024, 50)
+    options = producer_options(Settings(bootstrap_servers="127.0.0.1:9"), None, 512 * 1024)
     assert options["enable_idempotence"] is True and options["acks"] == "all"
 
     async def build() -> object:
