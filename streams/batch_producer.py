@@ -77,6 +77,10 @@ def producer_options(settings: Settings, compression: str | None, batch_bytes: i
 class BrokerStopped(BrokerUnavailable):
     """The broker stopped answering: batches waited longer than the producer's timeout."""
 
+    def __init__(self, bootstrap: str, silence: BaseException) -> None:
+        self.bootstrap = bootstrap
+        RuntimeError.__init__(self, str(silence).removeprefix(f"{type(silence).__name__}: "))
+
 
 class Delivery:
     """One batch's outcome, as the loop thread learns it: ``exception`` is set before ``is_done``."""
@@ -110,7 +114,8 @@ class BatchProducer:
         self.stalled = False  # the broker stopped answering (see the module's docstring)
         self.first_error: str | None = None
         self._timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
-        self._silence = KafkaTimeoutError(f"no acknowledgement for {self._timeout_s:.0f} s")
+        self._silence = KafkaTimeoutError(f"the broker at {self.bootstrap} stopped answering: no acknowledgement "
+                                          f"for {self._timeout_s:g} s")
         self._linger_s = linger_ms / 1000
         self._lock = threading.Lock()  # guards the open batches and the counts: the loop thread changes them too
         self._pending = threading.BoundedSemaphore(max_pending)
@@ -152,7 +157,7 @@ class BatchProducer:
     def _open_batch(self, tp: tuple[str, int], key: bytes | None, value: bytes) -> Delivery:
         """A new batch for the partition, with the record in it; a record over the request limit is refused."""
         if self.stalled:
-            raise BrokerStopped(self.bootstrap, str(self._silence))
+            raise BrokerStopped(self.bootstrap, self._silence)
         size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, [])
         if size > self._max_request_size:  # an empty batch takes any record; the broker would refuse it at delivery
             return self._refuse(key, size)
@@ -212,7 +217,7 @@ class BatchProducer:
             self.stalled = True  # at once for this thread; the loop fails what waits (_stall)
             self._loop.call_soon_threadsafe(self._answered, tp, entry[2], counted, self._silence)
             self._loop.call_soon_threadsafe(self._stall)
-            raise BrokerStopped(self.bootstrap, str(self._silence))
+            raise BrokerStopped(self.bootstrap, self._silence)
 
     def flush(self) -> None:
         """Send what is open and wait until the broker answered every batch (an answer may be a refusal; a broker

@@ -1,4 +1,4 @@
-"""``DirectWorker``: laggard's topology on one kafka-python consumer and its producers (see streams.engine).
+"""``DirectWorker``: laggard's topology on one kafka-python consumer and a batch producer (see streams.engine).
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
 checkpoint is due, queue it; on every turn the loop sends the queued checkpoints whose outputs the broker has
@@ -34,9 +34,10 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
+from streams.batch_producer import BatchProducer
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.keys import RememberingPartitioner
-from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
+from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
 from streams.engine.view import NodeView
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
@@ -47,11 +48,12 @@ TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.
 INPUTS = (TASK, JOB, FEED)
 BATCH_MAX = 5000  # records per poll at most
 POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
-# The clients' tuning, by measurement (python -m laggard.bench.direct_ab, 60 k Google events, 2 rounds side by
-# side): linger 50 ms and 1 MB batches with 4 MB / 64 KB fetches gave +21 % events per wall second and +20 % per
-# CPU second over linger 10 ms, 256 KB and kafka-python's fetch defaults; gzip on the outputs cost 16 % (the
-# worker is CPU-bound, the broker local): no compression. The fetch part is not kept: in the bench's catch-up of
-# 500 k pre-loaded events it left job-events[0] unread for 124 s and the health check ended the worker.
+# The clients' tuning (these kafka-python producer options are kept for worker_floor's comparison), by measurement
+# (python -m laggard.bench.direct_ab, 60 k Google events, 2 rounds side by side): linger 50 ms and 1 MB batches with 4
+# MB / 64 KB fetches gave +21 % events per wall second and +20 % per CPU second over linger 10 ms, 256 KB and
+# kafka-python's fetch defaults; gzip on the outputs cost 16 % (the worker is CPU-bound, the broker local): no
+# compression. The fetch part is not kept: in the bench's catch-up of 500 k pre-loaded events it left job-events[0]
+# unread for 124 s and the health check ended the worker.
 PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None,
                                     "partitioner": RememberingPartitioner()}
 # What a ranking waits for goes out without linger (streams.engine.store.Outbox): the progress marks and summaries
@@ -60,6 +62,9 @@ PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, 
 PROMPT_OPTIONS: dict[str, Any] = {**PRODUCER_OPTIONS, "linger_ms": 0}
 PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name, registry.NODE_CLASSES.name,
                            registry.BLACKLIST_DELTAS.name, registry.BLACKLIST_SNAPSHOT.name})
+# The outputs' producer (streams.batch_producer, session 10 h45): the same linger and batch size as kafka-python's
+# above, no compression; PROMPT_TOPICS' batches are closed at once instead of lingering.
+OUTPUT_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_bytes": 1024 * 1024, "compression": None}
 CONSUMER_OPTIONS: dict[str, Any] = {}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 PREDICT_GROUP = "{app_id}-predict"  # the prediction role's consumer group, app id and checkpoint topic prefix
@@ -94,11 +99,10 @@ class DirectWorker:
         statistics = role != "prediction"
         self.inputs = INPUTS if statistics else (TASK, JOB)
         self.health = health
-        self.producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES)
         # the prediction role publishes nothing a ranking waits for
-        prompt = kafka_clients.producer(settings, **PROMPT_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES) if (
-            statistics) else None
-        self.outbox = Outbox(self.producer, prompt, PROMPT_TOPICS)
+        self.producer = BatchProducer(settings, **OUTPUT_OPTIONS, prompt_topics=PROMPT_TOPICS if statistics else (),
+                                      max_request_size=CHECKPOINT_MAX_BYTES, name="direct-outputs")
+        self.outbox = Outbox(self.producer)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
         self.checkpoints = Checkpoints(self.outbox, self.store)
@@ -151,22 +155,23 @@ class DirectWorker:
 
     def run(self) -> None:
         clean = False
-        try:
-            while not self.stopping:
-                polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
-                if self.health is not None:
-                    self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
-                if self.view is not None:
-                    self.view.poll()
-                if polled:
-                    self.process(polled)
-                self.tick()
-                self.settle()
-            clean = True
-        finally:
-            # After an error (a refused output, a batch half processed) the states hold work whose outputs may
-            # be lost: no last checkpoint then; the restart resumes from the previous one and produces them again.
-            self.close(checkpoint=clean)
+        with as_kafka_errors():  # a refused output, a silent broker: one line, a restartable exit
+            try:
+                while not self.stopping:
+                    polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
+                    if self.health is not None:
+                        self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
+                    if self.view is not None:
+                        self.view.poll()
+                    if polled:
+                        self.process(polled)
+                    self.tick()
+                    self.settle()
+                clean = True
+            finally:
+                # After an error (a refused output, a batch half processed) the states hold work whose outputs
+                # may be lost: no last checkpoint; the restart resumes from the previous one and redoes them.
+                self.close(checkpoint=clean)
 
     def process(self, polled: dict[TopicPartition, list[Any]]) -> None:
         """One fetched batch through the hosts, then the checkpoints it made due."""
