@@ -48,12 +48,10 @@ TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.
 INPUTS = (TASK, JOB, FEED)
 BATCH_MAX = 5000  # records per poll at most
 POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
-# The clients' tuning (these kafka-python producer options are kept for worker_floor's comparison), by measurement
-# (python -m laggard.bench.direct_ab, 60 k Google events, 2 rounds side by side): linger 50 ms and 1 MB batches with 4
-# MB / 64 KB fetches gave +21 % events per wall second and +20 % per CPU second over linger 10 ms, 256 KB and
-# kafka-python's fetch defaults; gzip on the outputs cost 16 % (the worker is CPU-bound, the broker local): no
-# compression. The fetch part is not kept: in the bench's catch-up of 500 k pre-loaded events it left job-events[0]
-# unread for 124 s and the health check ended the worker.
+# The clients' tuning (the kafka-python producer's kept for worker_floor's comparison), by measurement (direct_ab, 60 k
+# Google events, 2 rounds side by side): linger 50 ms, 1 MB batches, 4 MB / 64 KB fetches: +21 % events per wall s and
+# +20 % per CPU s over linger 10 ms, 256 KB and kafka-python's fetch defaults; gzip on the outputs cost 16 %: none.
+# The fetch part is not kept: in a catch-up of 500 k events it left job-events[0] unread for 124 s.
 PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None,
                                     "partitioner": RememberingPartitioner()}
 # What a ranking waits for goes out without linger (streams.engine.store.Outbox): the progress marks and summaries
@@ -365,6 +363,9 @@ class DirectWorker:
         try:
             if checkpoint and self.assigned:
                 self.checkpoint_now([slot for slot in self.slots() if slot.unsaved])
+        except BaseException:  # outputs lost (a silent broker): the revocation must not try the checkpoint again
+            checkpoint = False
+            raise
         finally:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
