@@ -14,7 +14,9 @@ partitions do not wait for it.
 
 What kafka-python's producer guaranteed, kept (review of h41, h46): idempotent with acks=all, so a retry after a
 lost acknowledgement cannot write a batch twice; a record over ``max_request_size`` refused before it is batched,
-with its reason; a broker silent for ``timeout_s`` while batches wait for it fails every batch not acknowledged and
+with its reason; a partition whose batches wait ``timeout_s`` without an answer (counted per partition: answers on
+other partitions do not hide one that stopped, as a partition whose leader is gone) fails every batch not
+acknowledged and
 sets ``stalled`` (aiokafka never expires an idempotent producer's batches), and ``send`` then raises
 ``BrokerStopped``. ``records`` counts what ``send`` took; after ``close`` each is in ``sent`` or ``failed``.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 import threading
 import time
@@ -44,8 +47,9 @@ from streams import kafka_clients
 from streams.errors import BrokerUnavailable
 from streams.settings import Settings
 
+log = logging.getLogger(__name__)
 MAX_PENDING = 32  # full batches not yet acknowledged, by default
-TIMEOUT_S = 30.0  # a broker silent this long, while batches wait for it, has stopped answering
+TIMEOUT_S = 30.0  # a partition whose batches wait this long for an answer: the broker stopped answering
 REMEMBER_AT_MOST = 200_000  # keys whose hash is remembered; past it the memory starts again
 
 
@@ -114,15 +118,14 @@ class BatchProducer:
         self.stalled = False  # the broker stopped answering (see the module's docstring)
         self.first_error: str | None = None
         self._timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
-        self._silence = KafkaTimeoutError(f"the broker at {self.bootstrap} stopped answering: no acknowledgement "
-                                          f"for {self._timeout_s:g} s")
         self._linger_s = linger_ms / 1000
         self._lock = threading.Lock()  # guards the open batches and the counts: the loop thread changes them too
         self._pending = threading.BoundedSemaphore(max_pending)
         self._open: dict[tuple[str, int], _Open] = {}
         self._unanswered: dict[tuple[str, int], int] = {}  # per partition: batches taken to send, not yet answered
         self._outstanding = 0  # their sum
-        self._heard = time.monotonic()  # the broker's last answer, or when a batch began to wait with none waiting
+        # per partition with batches unanswered: its last answer, or when its oldest unanswered batch began to wait
+        self._waiting: dict[tuple[str, int], float] = {}
         self._partitions: dict[str, list[int]] = {}
         self._hashes: dict[bytes, int] = {}
         self._closed = False
@@ -157,7 +160,7 @@ class BatchProducer:
     def _open_batch(self, tp: tuple[str, int], key: bytes | None, value: bytes) -> Delivery:
         """A new batch for the partition, with the record in it; a record over the request limit is refused."""
         if self.stalled:
-            raise BrokerStopped(self.bootstrap, self._silence)
+            raise BrokerStopped(self.bootstrap, self._silence())
         size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, [])
         if size > self._max_request_size:  # an empty batch takes any record; the broker would refuse it at delivery
             return self._refuse(key, size)
@@ -215,9 +218,9 @@ class BatchProducer:
                     self._queue(tp, entry[0], entry[2], counted)
         if silent:
             self.stalled = True  # at once for this thread; the loop fails what waits (_stall)
-            self._loop.call_soon_threadsafe(self._answered, tp, entry[2], counted, self._silence)
+            self._loop.call_soon_threadsafe(self._answered, tp, entry[2], counted, self._silence())
             self._loop.call_soon_threadsafe(self._stall)
-            raise BrokerStopped(self.bootstrap, self._silence)
+            raise BrokerStopped(self.bootstrap, self._silence())
 
     def flush(self) -> None:
         """Send what is open and wait until the broker answered every batch (an answer may be a refusal; a broker
@@ -257,7 +260,7 @@ class BatchProducer:
         if before is not None:
             await before  # never raises: every outcome is recorded on its delivery
         if self.stalled:  # nothing more goes to a broker that stopped answering
-            self._answered(tp, delivery, counted, self._silence)
+            self._answered(tp, delivery, counted, self._silence())
             return
         batch.close()  # aiokafka sends a closed batch at once
         try:
@@ -277,7 +280,10 @@ class BatchProducer:
         with self._lock:
             left = self._unanswered[tp] = self._unanswered[tp] - 1
             self._outstanding -= 1
-            self._heard = time.monotonic()
+            if left:  # the partition's next batch waits from this answer on (aiokafka sends one at a time)
+                self._waiting[tp] = time.monotonic()
+            else:
+                self._waiting.pop(tp, None)
             self._settle(delivery, error)
         if not left and tp in self._prompt_waiting:  # the partition is free: what joined its batch meanwhile goes
             self._prompt_waiting.discard(tp)
@@ -312,9 +318,9 @@ class BatchProducer:
 
     def _take(self, tp: tuple[str, int]) -> _Open:
         """Remove a partition's open batch to send it, counted as unanswered (callers hold the lock)."""
+        if not self._unanswered.get(tp):
+            self._waiting[tp] = time.monotonic()  # the partition's silence counts from now
         self._unanswered[tp] = self._unanswered.get(tp, 0) + 1
-        if not self._outstanding:
-            self._heard = time.monotonic()  # the broker's silence counts from now
         self._outstanding += 1
         entry = self._open.pop(tp)
         entry[2].count = count = entry[0].record_count()
@@ -339,19 +345,26 @@ class BatchProducer:
             wait = self._linger_s if oldest is None else max(0.001, oldest + self._linger_s - now)
 
     async def _watch(self) -> None:
-        """Fail every batch not acknowledged once the broker has been silent ``timeout_s`` while batches wait (and,
-        once stalled, whatever still waits: a batch aiokafka took meanwhile)."""
+        """Fail every batch not acknowledged once any partition's batches have waited ``timeout_s`` without an
+        answer (and, once stalled, whatever still waits: a batch aiokafka took meanwhile). Per partition: a
+        broker answering others would otherwise keep a never-answered batch, and ``flush``, waiting for good."""
         while True:
             await asyncio.sleep(min(1.0, self._timeout_s / 4))
+            now = time.monotonic()
             with self._lock:
                 silent = self._outstanding > 0 and (
-                    self.stalled or time.monotonic() - self._heard > self._timeout_s)
+                    self.stalled or any(now - since > self._timeout_s for since in self._waiting.values()))
             if silent:
                 self._stall()
 
     def _stall(self) -> None:
         self.stalled = True
-        self._fail_all(self._silence)
+        self._fail_all(self._silence())
+
+    def _silence(self) -> KafkaTimeoutError:
+        """The error of a broker that stopped answering: a new one per use (each is raised or recorded apart)."""
+        return KafkaTimeoutError(f"the broker at {self.bootstrap} stopped answering: no acknowledgement for "
+                                 f"{self._timeout_s:g} s")
 
     async def _start(self, options: dict[str, Any], topics: list[str]) -> None:
         self._producer = AIOKafkaProducer(**options)
@@ -366,6 +379,17 @@ class BatchProducer:
         self._answers: set[asyncio.Future[Any]] = set()
         self._prompt_waiting: set[tuple[str, int]] = set()  # prompt partitions whose open batch waits for that
         self._timers = [asyncio.ensure_future(self._close_lingering()), asyncio.ensure_future(self._watch())]
+        for timer in self._timers:
+            timer.add_done_callback(self._on_timer_end)
+
+    def _on_timer_end(self, timer: asyncio.Future[None]) -> None:
+        """A timer that raised would leave batches lingering, or unwatched, for good: stall instead, so every wait
+        ends, with the timer's error as the producer's first."""
+        if timer.cancelled() or timer.exception() is None:
+            return
+        log.error("the batch producer's %s timer failed; failing what waits", timer, exc_info=timer.exception())
+        self.first_error = self.first_error or repr(timer.exception())
+        self._stall()
 
     async def _partitions_for(self, topic: str) -> list[int]:
         return sorted(await self._producer.partitions_for(topic))
