@@ -61,8 +61,11 @@ PROMPT_OPTIONS: dict[str, Any] = {**PRODUCER_OPTIONS, "linger_ms": 0}
 PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name, registry.NODE_CLASSES.name,
                            registry.BLACKLIST_DELTAS.name, registry.BLACKLIST_SNAPSHOT.name})
 # The outputs' producer (streams.batch_producer, session 10 h45): the same linger and batch size as kafka-python's
-# above, no compression; PROMPT_TOPICS' batches are closed at once instead of lingering.
-OUTPUT_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_bytes": 1024 * 1024, "compression": None}
+# above, no compression; PROMPT_TOPICS' batches are closed at once instead of lingering. A partition unanswered
+# for 120 s (kafka-python's delivery_timeout_ms, the worker's wait before) ends the worker, restartable (exit 75):
+# the replayer's 30 s would end it on a 30-60 s broker restart, which the worker used to ride out.
+OUTPUT_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_bytes": 1024 * 1024, "compression": None,
+                                  "timeout_s": 120.0}
 CONSUMER_OPTIONS: dict[str, Any] = {}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 PREDICT_GROUP = "{app_id}-predict"  # the prediction role's consumer group, app id and checkpoint topic prefix

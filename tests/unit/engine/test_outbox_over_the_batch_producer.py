@@ -171,3 +171,12 @@ def test_an_output_over_the_request_limit_is_refused_with_its_reason_and_nothing
     with pytest.raises(MessageSizeTooLargeError):
         outbox.confirm()
     assert "blacklist-snapshot" not in BROKERS[-1].topics()  # never handed to the broker
+
+
+def test_the_worker_waits_for_its_outputs_as_long_as_kafka_python_did_and_the_replayer_30_s() -> None:
+    """A 30-60 s broker restart must not end the worker (kafka-python's producer waited 120 s for it); the
+    replayer keeps its 30 s, so a replay against a dead broker ends soon."""
+    from streams.engine.worker import OUTPUT_OPTIONS
+
+    assert OUTPUT_OPTIONS["timeout_s"] == 120.0
+    assert batch_producer.TIMEOUT_S == 30.0
