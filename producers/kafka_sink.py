@@ -9,18 +9,17 @@ counted, oversized records refused) are ``streams.batch_producer.BatchProducer``
 use it too).
 
 The records on the broker are those kafka-python's producer wrote: same keys and values, and the partition of
-a key is kafka-python's own ``DefaultPartitioner`` (Java-compatible murmur2) over the topic's sorted
-partitions. Order per partition is kept (see streams.batch_producer).
+a key is kafka-python's ``DefaultPartitioner``'s (Java-compatible murmur2) over the topic's sorted
+partitions (streams.partitioning). Order per partition is kept (see streams.batch_producer).
 """
 
 from __future__ import annotations
-
-from kafka.partitioner.default import DefaultPartitioner
 
 from producers import fast_encode
 from streams import batch_producer, kafka_clients
 from streams.batch_producer import BatchProducer, BrokerStopped, aiokafka_options, producer_options
 from streams.core.events import Event, JobFinish, JobStart
+from streams.partitioning import partition_of
 from streams.serde import codec, topics
 from streams.settings import Settings
 
@@ -32,30 +31,6 @@ BATCH_BYTES = 512 * 1024
 LINGER_MS = 50
 MAX_PENDING = 32  # full batches not yet acknowledged: 16 MB at most
 MAX_ROUTES = 100_000  # cached (key, partition) per topic; a trace of more jobs recomputes some, memory stays bounded
-
-
-_PARTITIONER = DefaultPartitioner()
-
-
-class _Cluster:
-    """The three questions kafka-python's partitioner asks its cluster metadata, answered for one topic."""
-
-    def __init__(self, topic: str, partitions: list[int]) -> None:
-        self._topic, self._partitions = topic, partitions
-
-    def topics(self) -> set[str]:
-        return {self._topic}
-
-    def partitions_for_topic(self, topic: str) -> set[int]:
-        return set(self._partitions)
-
-    def available_partitions_for_topic(self, topic: str) -> set[int]:
-        return set(self._partitions)
-
-
-def partition_of(key: bytes, partitions: list[int]) -> int:
-    """The partition kafka-python's producer picks for ``key`` among ``partitions`` (its own partitioner)."""
-    return int(_PARTITIONER.partition("topic", None, key, None, None, _Cluster("topic", partitions)))
 
 
 __all__ = ["BrokerStopped", "KafkaSink", "aiokafka_options", "partition_of", "producer_options"]

@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import threading
 import time
 from collections.abc import Iterable
@@ -41,16 +40,15 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError as AIOKafkaError
 from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.partitioner.default import murmur2
 
 from streams import kafka_clients
 from streams.errors import BrokerUnavailable
+from streams.partitioning import KeyPartitions
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_PENDING = 32  # full batches not yet acknowledged, by default
 TIMEOUT_S = 30.0  # a partition whose batches wait this long for an answer: the broker stopped answering
-REMEMBER_AT_MOST = 200_000  # keys whose hash is remembered; past it the memory starts again
 
 
 def aiokafka_options(settings: Settings) -> dict[str, Any]:
@@ -127,7 +125,7 @@ class BatchProducer:
         # per partition with batches unanswered: its last answer, or when its oldest unanswered batch began to wait
         self._waiting: dict[tuple[str, int], float] = {}
         self._partitions: dict[str, list[int]] = {}
-        self._hashes: dict[bytes, int] = {}
+        self._keys = KeyPartitions()
         self._closed = False
         self._loop = asyncio.new_event_loop()
         self._loop.set_exception_handler(self._on_loop_exception)
@@ -184,16 +182,8 @@ class BatchProducer:
         return delivery
 
     def partition(self, topic: str, key: bytes | None) -> int:
-        """kafka-python's ``DefaultPartitioner``'s choice, each key hashed once (streams.engine.keys)."""
-        partitions = self._partitions.get(topic) or self._learn(topic)
-        if key is None:
-            return random.choice(partitions)
-        hashed = self._hashes.get(key)
-        if hashed is None:
-            if len(self._hashes) >= REMEMBER_AT_MOST:
-                self._hashes.clear()
-            hashed = self._hashes[key] = murmur2(key) & 0x7FFFFFFF
-        return partitions[hashed % len(partitions)]
+        """kafka-python's ``DefaultPartitioner``'s choice, each key hashed once (streams.partitioning)."""
+        return self._keys.partition(key, self._partitions.get(topic) or self._learn(topic))
 
     def partitions(self, topic: str) -> list[int]:
         return self._partitions.get(topic) or self._learn(topic)
