@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from producers import fast_encode
 from streams import batch_producer, kafka_clients
-from streams.batch_producer import BatchProducer, BrokerStopped, aiokafka_options, producer_options
+from streams.aiokafka_producer import BrokerStopped, aiokafka_options, producer_options
+from streams.batch_producer import BatchProducer
 from streams.core.events import Event, JobFinish, JobStart
 from streams.partitioning import partition_of
 from streams.serde import codec, topics

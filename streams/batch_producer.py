@@ -41,7 +41,7 @@ from aiokafka.errors import KafkaError as AIOKafkaError
 from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from streams import kafka_clients
+from streams.aiokafka_producer import BrokerStopped, Delivery, producer_options
 from streams.errors import BrokerUnavailable
 from streams.partitioning import KeyPartitions
 from streams.settings import Settings
@@ -49,53 +49,6 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 MAX_PENDING = 32  # full batches not yet acknowledged, by default
 TIMEOUT_S = 30.0  # a partition whose batches wait this long for an answer: the broker stopped answering
-
-
-def aiokafka_options(settings: Settings) -> dict[str, Any]:
-    """Bootstrap and security settings in aiokafka's keyword names (it takes an SSL context, not files)."""
-    options: dict[str, Any] = {"bootstrap_servers": settings.bootstrap_servers.split(","),
-                               "security_protocol": settings.security_protocol}  # fmt: skip
-    if "SSL" in settings.security_protocol:
-        options["ssl_context"] = kafka_clients.tls_context(settings)
-    if settings.sasl_mechanism is not None:
-        options["sasl_mechanism"] = settings.sasl_mechanism
-    if settings.sasl_username is not None:
-        options["sasl_plain_username"] = settings.sasl_username
-        options["sasl_plain_password"] = settings.sasl_password
-    return options
-
-
-def producer_options(settings: Settings, compression: str | None, batch_bytes: int,
-                     max_request_size: int | None = None) -> dict[str, Any]:
-    """The ``AIOKafkaProducer``'s options: idempotent like kafka-python's producer was (aiokafka's default is not),
-    so a retry after a lost acknowledgement cannot write a batch twice. Idempotence needs acks='all'; aiokafka
-    keeps one batch per partition in flight, within the broker's limit of 5, and numbers ``send_batch``'s batches
-    itself (when it pops them for sending). Its own linger is 0: the lingering is ours (its would add to it)."""
-    return {**aiokafka_options(settings), "acks": "all", "enable_idempotence": True, "compression_type": compression,
-            "max_batch_size": batch_bytes, "linger_ms": 0,
-            "max_request_size": max(4 * batch_bytes, max_request_size or 0)}
-
-
-class BrokerStopped(BrokerUnavailable):
-    """The broker stopped answering: batches waited longer than the producer's timeout."""
-
-    def __init__(self, bootstrap: str, silence: BaseException) -> None:
-        self.bootstrap = bootstrap
-        RuntimeError.__init__(self, str(silence).removeprefix(f"{type(silence).__name__}: "))
-
-
-class Delivery:
-    """One batch's outcome, as the loop thread learns it: ``exception`` is set before ``is_done``."""
-
-    __slots__ = ("count", "exception", "is_done")
-
-    def __init__(self) -> None:
-        self.is_done = False
-        self.exception: BaseException | None = None
-        self.count = 0  # records, once the batch is closed
-
-    def failed(self) -> bool:
-        return self.is_done and self.exception is not None
 
 
 _Open = tuple[Any, float, Delivery]  # (aiokafka BatchBuilder, when it was opened, its delivery)

@@ -36,7 +36,7 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from streams import kafka_clients, metrics
-from streams.batch_producer import BrokerStopped
+from streams.aiokafka_producer import BrokerStopped
 from streams.serde import codec
 from streams.settings import Settings
 

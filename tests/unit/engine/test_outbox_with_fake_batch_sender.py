@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.batch_producer import Delivery
+from streams.aiokafka_producer import Delivery
 from streams.engine.store import Checkpoints, CheckpointStore, Outbox, Slot
 from streams.settings import Settings
 

@@ -17,7 +17,8 @@ from aiokafka.errors import KafkaTimeoutError
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from streams import batch_producer
-from streams.batch_producer import BatchProducer, BrokerStopped
+from streams.aiokafka_producer import BrokerStopped
+from streams.batch_producer import BatchProducer
 from streams.settings import Settings
 
 TIMEOUT_S = 0.5
