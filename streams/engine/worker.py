@@ -36,7 +36,6 @@ from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
 from streams.batch_producer import BatchProducer
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
-from streams.engine.keys import RememberingPartitioner
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
 from streams.engine.view import NodeView
 from streams.health import Health, ReadProgress
@@ -48,22 +47,17 @@ TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.
 INPUTS = (TASK, JOB, FEED)
 BATCH_MAX = 5000  # records per poll at most
 POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
-# The clients' tuning (the kafka-python producer's kept for worker_floor's comparison), by measurement (direct_ab, 60 k
-# Google events, 2 rounds side by side): linger 50 ms, 1 MB batches, 4 MB / 64 KB fetches: +21 % events per wall s and
-# +20 % per CPU s over linger 10 ms, 256 KB and kafka-python's fetch defaults; gzip on the outputs cost 16 %: none.
-# The fetch part is not kept: in a catch-up of 500 k events it left job-events[0] unread for 124 s.
-PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None,
-                                    "partitioner": RememberingPartitioner()}
+# The clients' tuning (direct_ab, 60 k Google events, 2 rounds): linger 50 ms, 1 MB batches, 4 MB / 64 KB fetches:
+# +21 % events per wall s, +20 % per CPU s over linger 10 ms, 256 KB, the fetch defaults; gzip on the outputs cost
+# 16 %: none. The fetch part is not kept: in a catch-up of 500 k events it left job-events[0] unread for 124 s.
 # What a ranking waits for goes out without linger (streams.engine.store.Outbox): the progress marks and summaries
 # on ranking-feed, and what the ranking publishes. A few records per period per partition, and a burst of node
 # scores per period: batches still fill while the previous request is in flight.
-PROMPT_OPTIONS: dict[str, Any] = {**PRODUCER_OPTIONS, "linger_ms": 0}
 PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name, registry.NODE_CLASSES.name,
                            registry.BLACKLIST_DELTAS.name, registry.BLACKLIST_SNAPSHOT.name})
-# The outputs' producer (streams.batch_producer, session 10 h45): the same linger and batch size as kafka-python's
-# above, no compression; PROMPT_TOPICS' batches are closed at once instead of lingering. A partition unanswered
-# for 120 s (kafka-python's delivery_timeout_ms, the worker's wait before) ends the worker, restartable (exit 75):
-# the replayer's 30 s would end it on a 30-60 s broker restart, which the worker used to ride out.
+# The outputs' producer (streams.batch_producer, session 10 h45), PROMPT_TOPICS' batches closed at once. A partition
+# unanswered 120 s (kafka-python's delivery_timeout_ms, the worker's wait before) ends the worker, restartable (exit
+# 75): the replayer's 30 s would end it on a 30-60 s broker restart, which the worker used to ride out.
 OUTPUT_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_bytes": 1024 * 1024, "compression": None,
                                   "timeout_s": 120.0}
 CONSUMER_OPTIONS: dict[str, Any] = {}
