@@ -17,16 +17,14 @@ with a last checkpoint and a clean leave from the group.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import signal
 import threading
 import time
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable
 from typing import Any, cast
 
-from kafka import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata, TopicPartition
@@ -36,6 +34,7 @@ from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
 from streams.batch_producer import BatchProducer
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
+from streams.engine.rebalance import Rebalance
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
 from streams.engine.view import NodeView
 from streams.health import Health, ReadProgress
@@ -97,6 +96,13 @@ class DirectWorker:
         # the prediction role publishes nothing a ranking waits for
         self.producer = BatchProducer(settings, **OUTPUT_OPTIONS, prompt_topics=PROMPT_TOPICS if statistics else (),
                                       max_request_size=CHECKPOINT_MAX_BYTES, name="direct-outputs")
+        try:
+            self._set_up(settings, partitions, role, statistics)
+        except BaseException:  # a failed start leaves no producer (its loop thread) behind
+            self.producer.close()
+            raise
+
+    def _set_up(self, settings: Settings, partitions: int, role: str, statistics: bool) -> None:
         self.outbox = Outbox(self.producer)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
@@ -371,30 +377,3 @@ class DirectWorker:
                 self.view.close()
             self.outbox.close()
         log.info("stopped")
-
-
-class Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
-    """kafka-python's rebalance callbacks, run inside ``poll`` on the worker's thread."""
-
-    def __init__(self, worker: DirectWorker) -> None:
-        self.worker = worker
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        with self.inside():
-            self.worker.revoked()
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        with self.inside():
-            self.worker.assigned_now(set(assigned))
-
-    def on_partitions_lost(self, lost: Any) -> None:
-        log.warning("the group dropped this worker; forgetting %d partitions without a checkpoint", len(lost))
-        self.worker.forget()
-
-    @contextlib.contextmanager
-    def inside(self) -> Iterator[None]:
-        self.worker.in_listener = True
-        try:
-            yield
-        finally:
-            self.worker.in_listener = False
