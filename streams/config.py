@@ -11,10 +11,9 @@ It sits below both shells so neither imports the other.
 
 from __future__ import annotations
 
-from kafka.partitioner.default import murmur2
-
 from streams.core.prediction.base import PredictionContext
 from streams.core.ranking_config import RankingConfig
+from streams.partitioning import partition_of
 from streams.settings import Settings
 
 SECOND_US = 1_000_000
@@ -22,9 +21,7 @@ SECOND_US = 1_000_000
 
 def partition_for(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner picks for a UTF-8 string key."""
-    if partitions == 1:
-        return 0
-    return int(murmur2(key.encode("utf-8")) & 0x7FFFFFFF) % partitions
+    return partition_of(key.encode("utf-8"), range(partitions))
 
 
 def ranking_config(settings: Settings) -> RankingConfig:

@@ -10,7 +10,9 @@ another on the same records:
 * ``outputs``: the same plus encoding and sending the outputs a statistics worker really sent for these events
   (read back from its output topics: the node-samples records, one per final z-value, the summaries and
   progress marks on ranking-feed, the node scores, deltas, snapshots), spread over the input as it is
-  consumed, and a flush at the end: the floor, with no computation;
+  consumed, and a flush at the end, through the worker's producer (streams.batch_producer): the floor, with no
+  computation;
+* ``outputs_kafka_python``: the same through the kafka-python producer the worker used before (h45, session 10);
 * ``worker``: the direct statistics worker itself (``--role statistics``), in this process, over the same
   records (it is run first: its outputs are the floor's).
 
@@ -118,11 +120,19 @@ def consume_loop(settings: Settings, total: int, each: Callable[[Any, int], None
         return {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall}
 
 
-def outputs_loop(settings: Settings, total: int, per: list[list[Output]]) -> dict[str, float]:
-    """Consume, decode, and encode and send each record's share of the worker's outputs; flush at the end."""
-    from streams.engine.worker import PRODUCER_OPTIONS
+def outputs_loop(settings: Settings, total: int, per: list[list[Output]], client: str = "batch") -> dict[str, float]:
+    """Consume, decode, and encode and send each record's share of the worker's outputs; flush at the end.
 
-    producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS)
+    ``client``: ``batch``, the worker's producer (streams.batch_producer, its options); ``kafka-python``, the
+    kafka-python producer it used before (session 10, h45), for the comparison in one run."""
+    from streams.batch_producer import BatchProducer
+    from streams.engine.keys import RememberingPartitioner
+    from streams.engine.worker import OUTPUT_OPTIONS, PROMPT_TOPICS
+
+    # the kafka-python producer as the worker had it (linger 50 ms, 1 MB batches, no compression, keys hashed once)
+    producer: Any = (BatchProducer(settings, **OUTPUT_OPTIONS, prompt_topics=PROMPT_TOPICS) if client == "batch"
+                     else kafka_clients.producer(settings, linger_ms=50, batch_size=1024 * 1024, compression_type=None,
+                                                 partitioner=RememberingPartitioner()))
     decode, encode, send = codec.decode, codec.encode, producer.send
 
     def each(record: Any, index: int) -> None:
@@ -134,10 +144,14 @@ def outputs_loop(settings: Settings, total: int, per: list[list[Output]]) -> dic
         result = consume_loop(settings, total, each)
         wall, cpu = time.perf_counter(), time.process_time()
         producer.flush()
-        return {"cpu_s": result["cpu_s"] + time.process_time() - cpu,
-                "wall_s": result["wall_s"] + time.perf_counter() - wall}
+        measured = {"cpu_s": result["cpu_s"] + time.process_time() - cpu,
+                    "wall_s": result["wall_s"] + time.perf_counter() - wall}
     finally:
         producer.close()
+    if getattr(producer, "failed", 0):  # the batch producer counts them (kafka-python's flush raised instead)
+        raise SystemExit(f"worker floor: {producer.failed:,} outputs not acknowledged ({producer.first_error}): "
+                         "the floor would count work the broker never took")
+    return measured
 
 
 def main(argv: list[str]) -> None:
@@ -159,7 +173,8 @@ def main(argv: list[str]) -> None:
         for _ in range(rounds):
             for name, loop in (("raw", lambda: consume_loop(own, len(records), None)),
                                ("decode", lambda: consume_loop(own, len(records), lambda r, i: codec.decode(r.value))),
-                               ("outputs", lambda: outputs_loop(own, len(records), per))):
+                               ("outputs", lambda: outputs_loop(own, len(records), per)),
+                               ("outputs_kafka_python", lambda: outputs_loop(own, len(records), per, "kafka-python"))):
                 say(f"worker floor: {name}")
                 loops.setdefault(name, []).append(loop())
     sys.stdout.write(orjson.dumps(report(len(records), outputs, loops)).decode() + "\n")

@@ -37,7 +37,8 @@ from streams.settings import Settings
                    "LAGGARD_METRICS_PORT, 0]")
 @click.option("--engine", type=click.Choice(["faust", "direct"]), default=None,
               help="faust: Faust agents; direct: one kafka-python consumer and producer around the same stages, "
-                   "same outputs [default: setting LAGGARD_ENGINE, faust]")
+                   "same outputs; a broker that leaves its outputs unacknowledged for 120 s ends it with a "
+                   "restartable exit (75) [default: setting LAGGARD_ENGINE, faust]")
 @click.option("--role", type=click.Choice(["all", "statistics", "prediction"]), default=None,
               help="What this worker runs (direct engine): all; statistics (normalise, rank, publish; no "
                    "prediction); prediction (straggler predictions only, in its own consumer group "

@@ -27,14 +27,16 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from kafka import KafkaProducer
+from aiokafka.errors import KafkaError as AIOKafkaError
 from kafka.admin import NewTopic
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from streams import kafka_clients, metrics
+from streams.aiokafka_producer import BrokerStopped
 from streams.serde import codec
 from streams.settings import Settings
 
@@ -76,21 +78,46 @@ class Slot(Generic[S]):
         return self.held > 0 or self.dirty
 
 
+class OutputLost(KafkaError):  # type: ignore[misc]  # kafka-python is untyped
+    """An output the batch producer's broker refused or did not acknowledge in time (an aiokafka error, or
+    ``BrokerStopped``), as a kafka-python ``KafkaError``: ``laggard worker`` ends on one in one line and a
+    restartable exit, as it did on kafka-python's producer's own errors."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+@contextlib.contextmanager
+def as_kafka_errors() -> Iterator[None]:
+    try:
+        yield
+    except (AIOKafkaError, BrokerStopped) as exc:
+        raise OutputLost(str(exc)) from exc  # aiokafka's errors name their class already
+
+
 class Outbox:
-    """The kafka-python producers of every output; ``confirm`` returns once the broker has all of them.
+    """The producer of every output, and what the broker has acknowledged of it; ``confirm`` returns once the
+    broker has all of it.
 
-    ``producer`` lingers to fill batches (the bulk: node-samples, predictions, checkpoints); ``prompt``, when
-    given, sends the records of ``prompt_topics`` as soon as its IO thread can. Each hop of a ranking (the progress
-    mark to ranking-feed, then the node scores and delta) otherwise waits out the bulk producer's linger: two
-    hops of 50 ms were nearly all of the direct worker's close-to-output time in the live bench (session 10).
-    A topic's records all go through one producer, so their order on each partition stays the order sent."""
+    The worker's producer is a ``streams.batch_producer.BatchProducer``: records appended to per-partition
+    aiokafka batches, whole batches sent from a thread of its own (kafka-python's per-record ``send`` was ~20 us of
+    the worker's ~34 us per output record, session 10). It lingers to fill batches for the bulk (node-samples,
+    predictions, checkpoints) and closes a batch of ``PROMPT_TOPICS`` at once: each hop of a ranking (the progress
+    mark to ranking-feed, then the node scores and delta) otherwise waits out the linger, two hops of 50 ms that
+    were nearly all of the direct worker's close-to-output time in the live bench (session 10). Each send's handle
+    is its batch's delivery (``is_done``, ``failed()``, ``exception``, as kafka-python's future), so a refused
+    batch fails every record in it. A partition's batches go in the order they were closed, so the order of its
+    records is the order sent.
 
-    def __init__(self, producer: KafkaProducer, prompt: KafkaProducer | None = None,
+    ``prompt`` (with ``prompt_topics``), when given, is a second producer for those topics (the kafka-python
+    arrangement before; the unit tests' fakes)."""
+
+    def __init__(self, producer: Any, prompt: Any | None = None,
                  prompt_topics: frozenset[str] = frozenset()) -> None:
         self.producer = producer
         self.prompt = prompt
         self.prompt_topics = prompt_topics if prompt is not None else frozenset()
-        self._pending: deque[Any] = deque()  # futures of the sends not known to be acknowledged, in order
+        self._pending: deque[Any] = deque()  # handles of the sends not known to be acknowledged, in order
         self._counters: dict[str, Any] = {}
         self.failure: BaseException | None = None  # the first send the broker refused, if any
         self.sent = 0  # sends so far
@@ -101,7 +128,7 @@ class Outbox:
         self.send_raw(topic, codec.encode_key(key), codec.encode(record))
 
     def send_raw(self, topic: str, key: bytes | None, value: bytes) -> Any:
-        """Send; the future is kafka-python's."""
+        """Send; the handle of its outcome (the producer's: a batch's delivery, or kafka-python's future)."""
         producer = self.prompt if self.prompt is not None and topic in self.prompt_topics else self.producer
         future = producer.send(topic, key=key, value=value)
         self._pending.append(future)
@@ -131,8 +158,8 @@ class Outbox:
         checkpointed after it). How many were waited for."""
         if self.failure is not None:  # sticky: once an output is lost, no later checkpoint may cover it
             raise self.failure
+        self.flush()  # before taking the pending list: a flush that raises must leave it to the next confirm
         pending, self._pending = self._pending, deque()
-        self.flush()
         for future in pending:
             if future.failed():
                 self.failure = future.exception
@@ -150,7 +177,7 @@ class Outbox:
             producer.close()
 
     @property
-    def producers(self) -> list[KafkaProducer]:
+    def producers(self) -> list[Any]:
         return [self.producer] + ([self.prompt] if self.prompt is not None else [])
 
 
@@ -202,7 +229,7 @@ class Flight:
     value: bytes
     offsets: dict[str, int]
     after: int
-    future: Any = None  # kafka-python's, once sent
+    future: Any = None  # its delivery, once sent
 
 
 class Checkpoints:

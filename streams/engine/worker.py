@@ -1,4 +1,4 @@
-"""``DirectWorker``: laggard's topology on one kafka-python consumer and its producers (see streams.engine).
+"""``DirectWorker``: laggard's topology on one kafka-python consumer and a batch producer (see streams.engine).
 
 The loop: poll a batch, hand each partition's records to its hosts (decoded once), and when a host says a
 checkpoint is due, queue it; on every turn the loop sends the queued checkpoints whose outputs the broker has
@@ -17,16 +17,14 @@ with a last checkpoint and a clean leave from the group.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import signal
 import threading
 import time
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable
 from typing import Any, cast
 
-from kafka import ConsumerRebalanceListener
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import CommitFailedError, KafkaError
 from kafka.structs import OffsetAndMetadata, TopicPartition
@@ -34,9 +32,10 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog
+from streams.batch_producer import BatchProducer
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
-from streams.engine.keys import RememberingPartitioner
-from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot
+from streams.engine.rebalance import Rebalance
+from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
 from streams.engine.view import NodeView
 from streams.gc_tuning import fewer_collections
 from streams.health import Health, ReadProgress
@@ -48,19 +47,19 @@ TASK, JOB, FEED = registry.TASK_EVENTS.name, registry.JOB_EVENTS.name, registry.
 INPUTS = (TASK, JOB, FEED)
 BATCH_MAX = 5000  # records per poll at most
 POLL_MS = 100  # a poll waits at most this long: the loop's tick (idleness, SIGTERM) comes as often
-# The clients' tuning, by measurement (python -m laggard.bench.direct_ab, 60 k Google events, 2 rounds side by
-# side): linger 50 ms and 1 MB batches with 4 MB / 64 KB fetches gave +21 % events per wall second and +20 % per
-# CPU second over linger 10 ms, 256 KB and kafka-python's fetch defaults; gzip on the outputs cost 16 % (the
-# worker is CPU-bound, the broker local): no compression. The fetch part is not kept: in the bench's catch-up of
-# 500 k pre-loaded events it left job-events[0] unread for 124 s and the health check ended the worker.
-PRODUCER_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_size": 1024 * 1024, "compression_type": None,
-                                    "partitioner": RememberingPartitioner()}
+# The clients' tuning (direct_ab, 60 k Google events, 2 rounds): linger 50 ms, 1 MB batches, 4 MB / 64 KB fetches:
+# +21 % events per wall s, +20 % per CPU s over linger 10 ms, 256 KB, the fetch defaults; gzip on the outputs cost
+# 16 %: none. The fetch part is not kept: in a catch-up of 500 k events it left job-events[0] unread for 124 s.
 # What a ranking waits for goes out without linger (streams.engine.store.Outbox): the progress marks and summaries
 # on ranking-feed, and what the ranking publishes. A few records per period per partition, and a burst of node
 # scores per period: batches still fill while the previous request is in flight.
-PROMPT_OPTIONS: dict[str, Any] = {**PRODUCER_OPTIONS, "linger_ms": 0}
 PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name, registry.NODE_CLASSES.name,
                            registry.BLACKLIST_DELTAS.name, registry.BLACKLIST_SNAPSHOT.name})
+# The outputs' producer (streams.batch_producer, session 10 h45), PROMPT_TOPICS' batches closed at once. A partition
+# unanswered 120 s (kafka-python's delivery_timeout_ms, the worker's wait before) ends the worker, restartable (exit
+# 75): the replayer's 30 s would end it on a 30-60 s broker restart, which the worker used to ride out.
+OUTPUT_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_bytes": 1024 * 1024, "compression": None,
+                                  "timeout_s": 120.0}
 # kafka-python rejoins when its metadata changes, read every 5 min by default: a group joined before the metadata
 # named an input topic had nothing assigned until then (a CI bench worker exited 75 after 120 s of that).
 CONSUMER_OPTIONS: dict[str, Any] = {"metadata_max_age_ms": 10_000}
@@ -97,11 +96,17 @@ class DirectWorker:
         statistics = role != "prediction"
         self.inputs = INPUTS if statistics else (TASK, JOB)
         self.health = health
-        self.producer = kafka_clients.producer(settings, **PRODUCER_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES)
         # the prediction role publishes nothing a ranking waits for
-        prompt = kafka_clients.producer(settings, **PROMPT_OPTIONS, max_request_size=CHECKPOINT_MAX_BYTES) if (
-            statistics) else None
-        self.outbox = Outbox(self.producer, prompt, PROMPT_TOPICS)
+        self.producer = BatchProducer(settings, **OUTPUT_OPTIONS, prompt_topics=PROMPT_TOPICS if statistics else (),
+                                      max_request_size=CHECKPOINT_MAX_BYTES, name="direct-outputs")
+        try:
+            self._set_up(settings, partitions, role, statistics)
+        except BaseException:  # a failed start leaves no producer (its loop thread) behind
+            self.producer.close()
+            raise
+
+    def _set_up(self, settings: Settings, partitions: int, role: str, statistics: bool) -> None:
+        self.outbox = Outbox(self.producer)
         self.store = CheckpointStore(settings, self.outbox)
         self.store.ensure_topic()
         self.checkpoints = Checkpoints(self.outbox, self.store)
@@ -154,24 +159,25 @@ class DirectWorker:
 
     def run(self) -> None:
         clean = False
-        try:
-            # As in-process (streams.gc_tuning): a third of the loop's samples on Google 0-9 were the cycle collector
-            with fewer_collections():
-                while not self.stopping:
-                    polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
-                    if self.health is not None:
-                        self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
-                    if self.view is not None:
-                        self.view.poll()
-                    if polled:
-                        self.process(polled)
-                    self.tick()
-                    self.settle()
-            clean = True
-        finally:
-            # After an error (a refused output, a batch half processed) the states hold work whose outputs may
-            # be lost: no last checkpoint then; the restart resumes from the previous one and produces them again.
-            self.close(checkpoint=clean)
+        with as_kafka_errors():  # a refused output, a silent broker: one line, a restartable exit
+            try:
+                # As in-process (streams.gc_tuning): a third of the loop's samples on Google 0-9 were the collector
+                with fewer_collections():
+                    while not self.stopping:
+                        polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
+                        if self.health is not None:
+                            self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
+                        if self.view is not None:
+                            self.view.poll()
+                        if polled:
+                            self.process(polled)
+                        self.tick()
+                        self.settle()
+                clean = True
+            finally:
+                # After an error (a refused output, a batch half processed) the states hold work whose outputs
+                # may be lost: no last checkpoint; the restart resumes from the previous one and redoes them.
+                self.close(checkpoint=clean)
 
     def process(self, polled: dict[TopicPartition, list[Any]]) -> None:
         """One fetched batch through the hosts, then the checkpoints it made due."""
@@ -365,6 +371,9 @@ class DirectWorker:
         try:
             if checkpoint and self.assigned:
                 self.checkpoint_now([slot for slot in self.slots() if slot.unsaved])
+        except BaseException:  # outputs lost (a silent broker): the revocation must not try the checkpoint again
+            checkpoint = False
+            raise
         finally:
             if not checkpoint:
                 self.forget()  # leaving the group revokes: no checkpoint of these states may be written now
@@ -373,30 +382,3 @@ class DirectWorker:
                 self.view.close()
             self.outbox.close()
         log.info("stopped")
-
-
-class Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
-    """kafka-python's rebalance callbacks, run inside ``poll`` on the worker's thread."""
-
-    def __init__(self, worker: DirectWorker) -> None:
-        self.worker = worker
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        with self.inside():
-            self.worker.revoked()
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        with self.inside():
-            self.worker.assigned_now(set(assigned))
-
-    def on_partitions_lost(self, lost: Any) -> None:
-        log.warning("the group dropped this worker; forgetting %d partitions without a checkpoint", len(lost))
-        self.worker.forget()
-
-    @contextlib.contextmanager
-    def inside(self) -> Iterator[None]:
-        self.worker.in_listener = True
-        try:
-            yield
-        finally:
-            self.worker.in_listener = False

@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import DefaultPartitioner
 
-from streams.engine import keys
 from streams.engine.keys import RememberingPartitioner
 
 
@@ -34,12 +33,3 @@ def test_every_key_lands_on_the_default_partitioners_partition_again_and_again(k
     for key in keyed + keyed:  # the second time from memory
         assert ours.partition("node-samples", None, key, None, None, cluster) == default.partition(
             "node-samples", None, key, None, None, cluster)
-
-
-def test_past_its_memory_it_starts_again_and_still_agrees(monkeypatch: object) -> None:
-    monkeypatch.setattr(keys, "REMEMBER_AT_MOST", 3)  # type: ignore[attr-defined]
-    cluster, ours, default = Cluster({0, 1, 2, 3, 4}), RememberingPartitioner(), DefaultPartitioner()
-    for key in [f"node-{i}".encode() for i in range(10)]:
-        assert ours.partition("node-samples", None, key, None, None, cluster) == default.partition(
-            "node-samples", None, key, None, None, cluster)
-    assert len(ours._hashes) <= 3

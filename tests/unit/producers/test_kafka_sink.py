@@ -1,22 +1,13 @@
-"""The replayer's batched sink picks the partitions kafka-python's producer picked, and maps the security
-settings to aiokafka's names (no broker: the records themselves are checked in tests/integration)."""
+"""The replayer's batched sink maps the security settings to aiokafka's names (its partitions are kafka-python's:
+test_partitioning.py; no broker: the records themselves are checked in tests/integration)."""
 
 from __future__ import annotations
 
 import pytest
 
-from producers.kafka_sink import KafkaSink, aiokafka_options, partition_of
-from streams.config import partition_for
+from producers.kafka_sink import KafkaSink, aiokafka_options
 from streams.errors import BrokerUnavailable
 from streams.settings import Settings
-
-
-@pytest.mark.parametrize("count", [1, 2, 3, 4, 7])
-def test_a_key_goes_where_kafkas_default_partitioner_puts_it(count: int) -> None:
-    keys = [f"{6_000_000_000 + 7919 * i}" for i in range(500)] + ["", "j1", "ジョブ"]
-    chosen = [partition_of(key.encode(), list(range(count))) for key in keys]
-    assert chosen == [partition_for(key, count) for key in keys]
-    assert count == 1 or len(set(chosen)) == count  # spread over every partition, not one
 
 
 def test_plaintext_settings_name_only_the_bootstrap_servers() -> None:
@@ -46,7 +37,7 @@ def test_the_producer_is_idempotent_and_aiokafka_accepts_its_options() -> None:
 
     from producers.kafka_sink import producer_options
 
-    options = producer_options(Settings(bootstrap_servers="127.0.0.1:9"), None, 512 * 1024, 50)
+    options = producer_options(Settings(bootstrap_servers="127.0.0.1:9"), None, 512 * 1024)
     assert options["enable_idempotence"] is True and options["acks"] == "all"
 
     async def build() -> object:

@@ -19,9 +19,8 @@ from aiokafka.producer.message_accumulator import BatchBuilder
 from click.testing import CliRunner
 
 from laggard.cli import cli
-from producers import kafka_sink
 from producers.kafka_sink import BrokerStopped, KafkaSink
-from streams import kafka_clients
+from streams import batch_producer, kafka_clients
 from streams.core.events import JobStart
 from streams.settings import Settings
 
@@ -61,10 +60,10 @@ class SilentBrokerProducer:
 
 @pytest.fixture
 def silent_broker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", SilentBrokerProducer)
+    monkeypatch.setattr(batch_producer, "AIOKafkaProducer", SilentBrokerProducer)
     monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
     monkeypatch.setattr(kafka_clients, "create_topics", lambda settings, topics: None)
-    monkeypatch.setattr(kafka_sink, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(batch_producer, "TIMEOUT_S", 0.5)
 
 
 def _within(seconds: float, work: Any) -> Any:
@@ -116,15 +115,16 @@ def test_the_replay_command_says_so_in_one_line_and_fails() -> None:
 
 def _interrupted_close(sink: KafkaSink) -> None:
     """Ctrl-C while ``close()`` waits for the broker: the wait raises KeyboardInterrupt."""
-    call = sink._call
+    producer = sink._producer
+    call = producer._call
 
     def interrupted(coroutine: Any) -> Any:
-        if getattr(coroutine, "__name__", "") == "_finish":
+        if getattr(coroutine, "__name__", "") == "_drain":
             coroutine.close()
             raise KeyboardInterrupt
         return call(coroutine)
 
-    sink._call = interrupted  # type: ignore[method-assign]
+    producer._call = interrupted  # type: ignore[method-assign]
 
 
 @pytest.mark.usefixtures("silent_broker")
@@ -150,7 +150,8 @@ def test_the_replay_command_fails_on_records_abandoned_by_ctrl_c(monkeypatch: py
     args = ["replay", "--trace", "synthetic:nodes=12,slow=2,jobs=30,seed=4", "--bootstrap", "127.0.0.1:9"]
     result = _within(30, lambda: CliRunner().invoke(cli, args))
     assert result.exit_code != 0
-    assert re.search(r"Error: ([\d,]+) of \1 events were not acknowledged: .*the replay stopped", result.stderr), (
+    assert re.search(r"Error: ([\d,]+) of \1 events were not acknowledged: .*stopped before an ack",
+                     result.stderr), (
         result.stderr)
 
 
@@ -180,7 +181,7 @@ ANSWERING: list[AnsweringBrokerProducer] = []
 def test_a_record_over_the_request_limit_is_rejected_with_its_reason_and_the_replay_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", AnsweringBrokerProducer)
+    monkeypatch.setattr(batch_producer, "AIOKafkaProducer", AnsweringBrokerProducer)
     monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
     sink = KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"), batch_bytes=512 * 1024)  # requests up to 2 MB
     sink.send(JobStart("j1", 1))
@@ -205,7 +206,7 @@ def test_a_lingering_batch_goes_to_the_producer_closed_so_it_does_not_linger_twi
             closed.append(batch.closed())
             return await super().send_batch(batch, topic, partition=partition)
 
-    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", Recording)
+    monkeypatch.setattr(batch_producer, "AIOKafkaProducer", Recording)
     monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
     sink = KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"), linger_ms=20)
     try:
@@ -222,7 +223,7 @@ def test_a_lingering_batch_goes_to_the_producer_closed_so_it_does_not_linger_twi
 def test_a_paced_record_waits_about_linger_ms_whenever_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The linger timer wakes when the oldest open batch is due; waking every linger_ms let a record that came
     just after a wake wait almost twice linger_ms (before the producer's own linger, see the test above)."""
-    monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", AnsweringBrokerProducer)
+    monkeypatch.setattr(batch_producer, "AIOKafkaProducer", AnsweringBrokerProducer)
     monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
     sink = KafkaSink(Settings(bootstrap_servers="127.0.0.1:9"), linger_ms=200)
     waits = []
