@@ -27,14 +27,18 @@ def aiokafka_options(settings: Settings) -> dict[str, Any]:
 
 
 def producer_options(settings: Settings, compression: str | None, batch_bytes: int,
-                     max_request_size: int | None = None) -> dict[str, Any]:
+                     max_request_size: int | None = None, timeout_s: float = 0.0) -> dict[str, Any]:
     """The ``AIOKafkaProducer``'s options: idempotent like kafka-python's producer was (aiokafka's default is not),
     so a retry after a lost acknowledgement cannot write a batch twice. Idempotence needs acks='all'; aiokafka
     keeps one batch per partition in flight, within the broker's limit of 5, and numbers ``send_batch``'s batches
-    itself (when it pops them for sending). Its own linger is 0: the lingering is ours (its would add to it)."""
+    itself (when it pops them for sending). Its own linger is 0: the lingering is ours (its would add to it).
+    aiokafka's request timeout (40 s by default) also bounds a batch's wait for its partition's previous one and a
+    leaderless batch's life: never below ``timeout_s``, so the producer's own silence rule decides (the worker's
+    120 s had ended at 40 s)."""
     return {**aiokafka_options(settings), "acks": "all", "enable_idempotence": True, "compression_type": compression,
             "max_batch_size": batch_bytes, "linger_ms": 0,
-            "max_request_size": max(4 * batch_bytes, max_request_size or 0)}
+            "max_request_size": max(4 * batch_bytes, max_request_size or 0),
+            "request_timeout_ms": max(40_000, int(timeout_s * 1000) + 5_000)}
 
 
 class BrokerStopped(BrokerUnavailable):

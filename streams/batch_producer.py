@@ -84,7 +84,7 @@ class BatchProducer:
         self._loop.set_exception_handler(self._on_loop_exception)
         self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
         self._thread.start()
-        options = producer_options(settings, compression, batch_bytes, max_request_size)
+        options = producer_options(settings, compression, batch_bytes, max_request_size, self._timeout_s)
         self._max_request_size: int = options["max_request_size"]
         try:
             self._call(self._start(options, list(topics)))

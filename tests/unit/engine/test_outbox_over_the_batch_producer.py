@@ -197,3 +197,15 @@ def test_the_worker_waits_for_its_outputs_as_long_as_kafka_python_did_and_the_re
 
     assert OUTPUT_OPTIONS["timeout_s"] == 120.0
     assert batch_producer.TIMEOUT_S == 30.0
+
+
+def test_aiokafkas_own_request_timeout_never_ends_the_workers_wait_before_its_120_s() -> None:
+    """aiokafka's request timeout (40 s by default) also bounds a batch's wait behind its partition's previous one:
+    left at the default it failed the worker's outputs at 40 s of a broker restart, not 120 s."""
+    from streams.aiokafka_producer import producer_options
+    from streams.engine.worker import OUTPUT_OPTIONS
+
+    settings = Settings(bootstrap_servers="127.0.0.1:9")
+    worker = producer_options(settings, None, 1024, timeout_s=OUTPUT_OPTIONS["timeout_s"])
+    assert worker["request_timeout_ms"] > OUTPUT_OPTIONS["timeout_s"] * 1000
+    assert producer_options(settings, None, 1024, timeout_s=30.0)["request_timeout_ms"] == 40_000  # aiokafka's
