@@ -64,6 +64,7 @@ def silent_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kafka_sink, "AIOKafkaProducer", SilentBrokerProducer)
     monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
     monkeypatch.setattr(kafka_clients, "create_topics", lambda settings, topics: None)
+    monkeypatch.setattr(kafka_clients, "copartitioning_problem", lambda settings: None)
     monkeypatch.setattr(kafka_sink, "TIMEOUT_S", 0.5)
 
 
