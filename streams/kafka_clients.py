@@ -21,7 +21,7 @@ from kafka.structs import TopicPartition
 from streams.core.events import BlacklistSnapshot
 from streams.errors import BrokerRefused, BrokerUnavailable, TopicMissing
 from streams.serde import codec
-from streams.serde.topics import BLACKLIST_SNAPSHOT, TOPICS, Topic
+from streams.serde.topics import BLACKLIST_SNAPSHOT, CO_PARTITIONED, TOPICS, Topic
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -217,15 +217,21 @@ def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:
 
 
 def create_topics(settings: Settings, topics: tuple[Topic, ...] = TOPICS) -> dict[str, str]:
-    """Create laggard's topics; existing ones are left as they are. Returns name -> 'created' | 'exists'."""
+    """Create laggard's topics; existing ones are left as they are. Returns name -> 'created' | 'exists'.
+
+    A missing co-partitioned topic (``CO_PARTITIONED``) takes the partition count of one that exists, not
+    ``topic_partitions``: a producer that wrote task-events first (auto-created with the broker's default) must not
+    leave job-events with another count, or a job's two streams would never meet."""
     client = admin(settings)
     try:
         existing = set(client.list_topics())
         result = {topic.name: "exists" for topic in topics if topic.name in existing}
+        counts = _partition_counts(client, [t.name for t in CO_PARTITIONED if t.name in existing])
+        alike = max(counts.values(), default=settings.topic_partitions)
         wanted = [
             NewTopic(
                 name=topic.name,
-                num_partitions=topic.partitions or settings.topic_partitions,
+                num_partitions=topic.partitions or (alike if topic in CO_PARTITIONED else settings.topic_partitions),
                 replication_factor=settings.replication_factor,
                 topic_configs=topic.config(),
             )
@@ -239,6 +245,33 @@ def create_topics(settings: Settings, topics: tuple[Topic, ...] = TOPICS) -> dic
             except TopicAlreadyExistsError:  # another process won the race
                 result[new.name] = "exists"
         return result
+    finally:
+        client.close()
+
+
+def _partition_counts(client: KafkaAdminClient, names: list[str]) -> dict[str, int]:
+    """Topic name -> its partition count, for the topics of ``names`` the broker describes."""
+    if not names:
+        return {}
+    return {t["name"]: len(t["partitions"]) for t in client.describe_topics(names) if t.get("partitions")}
+
+
+def copartitioning_problem(settings: Settings) -> str | None:
+    """One line saying why the co-partitioned topics cannot be read together (their partition counts differ),
+    or None when they can (or some do not exist yet)."""
+    counts = partition_counts(settings, [topic.name for topic in CO_PARTITIONED])
+    if len(set(counts.values())) <= 1:
+        return None
+    found = " and ".join(f"{name} has {count} partition{'s' * (count != 1)}" for name, count in counts.items())
+    return (f"{found}: a job's task events and job events must be on the same partition number, so both topics "
+            f"need the same count (delete one of them; laggard creates it again with the other's count)")
+
+
+def partition_counts(settings: Settings, names: list[str]) -> dict[str, int]:
+    """Topic name -> its partition count on the broker (topics that do not exist are left out)."""
+    client = admin(settings)
+    try:
+        return _partition_counts(client, names)
     finally:
         client.close()
 

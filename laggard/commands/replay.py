@@ -140,6 +140,9 @@ def _make_sink(name: str, bootstrap: str | None) -> Sink:
     settings = settings_with(bootstrap)
     try:
         kafka_clients.create_topics(settings, (topics.TASK_EVENTS, topics.JOB_EVENTS))
+        problem = kafka_clients.copartitioning_problem(settings)
+        if problem:
+            raise UserError(problem)
         return KafkaSink(settings)
     except BrokerUnavailable as exc:
         raise UserError(str(exc)) from None

@@ -22,10 +22,14 @@ def create(bootstrap: str | None, partitions: int | None) -> None:
     """Create every topic of laggard; existing topics are left as they are."""
     settings = settings_with(bootstrap, topic_partitions=partitions)
     result = kafka_clients.create_topics(settings)
+    counts = kafka_clients.partition_counts(settings, [topic.name for topic in TOPICS])
     for topic in TOPICS:
-        parts = topic.partitions or settings.topic_partitions
+        parts = counts.get(topic.name, "?")
         policy = "compact" if topic.compacted else "delete"
         click.echo(f"{result[topic.name]:8} {topic.name:24} partitions={parts} cleanup={policy}")
+    problem = kafka_clients.copartitioning_problem(settings)
+    if problem:
+        click.echo(f"warning: {problem}", err=True)
 
 
 @topics.command(name="list")

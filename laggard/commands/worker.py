@@ -76,6 +76,9 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     actual = kafka_clients.topic_partitions(settings, TASK_EVENTS.name)
     if actual is None:
         raise UserError(f"topic {TASK_EVENTS.name} could not be created")
+    problem = kafka_clients.copartitioning_problem(settings)
+    if problem:
+        raise UserError(problem)
     if partitions is not None and actual != partitions:
         click.echo(f"warning: {TASK_EVENTS.name} already has {actual} partitions; using {actual}", err=True)
 

@@ -153,7 +153,12 @@ def on_revoke(app: faust.App, handler: Callable[[set[TP]], Awaitable[None]]) -> 
 
 def source_of(event: RawEvent) -> str:
     """``topic:partition`` of a Faust event's message."""
-    return f"{event.message.topic}:{event.message.partition}"
+    return source_name(event.message.topic, event.message.partition)
+
+
+def source_name(topic: str, partition: int) -> str:
+    """``topic:partition``: how checkpoints and contiguity name a source partition."""
+    return f"{topic}:{partition}"
 
 
 class Outputs:
@@ -349,4 +354,4 @@ class PartitionStates(Generic[S]):
         for tp in revoked:
             if tp.topic in self.topics:
                 self._slots.pop(tp.partition, None)
-        self.contiguity.forget(f"{tp.topic}:{tp.partition}" for tp in revoked)
+        self.contiguity.forget(source_name(tp.topic, tp.partition) for tp in revoked)

@@ -86,6 +86,9 @@ TOPICS: tuple[Topic, ...] = (
     NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, RANKING_FEED, DEAD_LETTERS, NODE_CLASSES,
 )
 BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
+# Keyed alike (by job id) and read together: partition k of one is merged with partition k of the other, so a job's
+# task events and job events meet only when both topics have the same partition count (Kafka Streams' co-partitioning).
+CO_PARTITIONED: tuple[Topic, ...] = (TASK_EVENTS, JOB_EVENTS)
 
 
 def topic_for(record: Any) -> Topic:

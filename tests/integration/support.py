@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from laggard import kafka_local
-from streams.kafka_clients import read_to_end
+from streams.kafka_clients import partition_counts, read_to_end
 from streams.serde import codec
+from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.settings import Settings
 
 T = TypeVar("T")
@@ -61,6 +62,14 @@ def stop_worker(process: subprocess.Popen[bytes], timeout_s: float = 60) -> int 
             process.wait()
             raise AssertionError("the worker did not stop within a minute of SIGTERM") from None
     return process.returncode
+
+
+def wait_for_worker_topics(bootstrap: str, log: Path) -> None:
+    """Until a starting worker has created its input topics. A producer that writes first auto-creates
+    task-events with the broker's default of 1 partition, and the worker then runs on 1 partition."""
+    settings = Settings(bootstrap_servers=bootstrap)
+    wait_for(lambda: partition_counts(settings, [TASK_EVENTS.name, JOB_EVENTS.name]), lambda found: len(found) == 2,
+             60, "the worker's topics", log)
 
 
 def replay(bootstrap: str, spec: str, *extra: str) -> subprocess.CompletedProcess[str]:

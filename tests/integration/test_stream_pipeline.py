@@ -11,7 +11,16 @@ from producers.registry import open_trace
 from streams.core.events import BlacklistDelta, BlacklistSnapshot
 from streams.local import LocalPipeline
 from streams.settings import Settings
-from tests.integration.support import decoded, fresh_broker, replay, running_worker, start_worker, stop_worker, wait_for
+from tests.integration.support import (
+    decoded,
+    fresh_broker,
+    replay,
+    running_worker,
+    start_worker,
+    stop_worker,
+    wait_for,
+    wait_for_worker_topics,
+)
 
 SPEC = "synthetic:nodes=40,slow=3,jobs=300,seed=3"
 PARTITIONS = 4
@@ -93,6 +102,7 @@ def test_bad_records_go_to_dead_letters_and_processing_goes_on(tmp_path: Path) -
 
     log = tmp_path / "worker.log"
     with fresh_broker(tmp_path / "broker") as bootstrap, running_worker(bootstrap, tmp_path, log):
+        wait_for_worker_topics(bootstrap, log)  # else this producer may create task-events with 1 partition
         producer = KafkaProducer(bootstrap_servers=bootstrap)
         producer.send("task-events", key=b"job-x", value=b"not avro at all")
         from streams.core.events import Status, TaskFinish
@@ -100,7 +110,7 @@ def test_bad_records_go_to_dead_letters_and_processing_goes_on(tmp_path: Path) -
 
         producer.send("task-events", key=b"job-x",
                       value=codec.encode(TaskFinish("job-x", "t", 0, "n", 10, 20, Status.SUCCEEDED)))
-        producer.flush()
+        producer.close()  # flushes; a producer left open retries against the stopped broker after the test
         replay(bootstrap, "synthetic:nodes=40,slow=3,jobs=200,seed=2")
         letters = wait_for(lambda: decoded(bootstrap, "dead-letters"), lambda ls: len(ls) >= 2, 120,
                            "two dead letters", log)

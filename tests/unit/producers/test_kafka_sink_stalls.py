@@ -63,6 +63,7 @@ def silent_broker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(batch_producer, "AIOKafkaProducer", SilentBrokerProducer)
     monkeypatch.setattr(kafka_clients, "probe", lambda bootstrap: None)
     monkeypatch.setattr(kafka_clients, "create_topics", lambda settings, topics: None)
+    monkeypatch.setattr(kafka_clients, "copartitioning_problem", lambda settings: None)
     monkeypatch.setattr(batch_producer, "TIMEOUT_S", 0.5)
 
 
