@@ -116,7 +116,7 @@ def _until(condition: Any, seconds: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def _queued(outbox: Outbox) -> tuple[Checkpoints, Slot[dict[str, int]]]:
+def queued(outbox: Outbox) -> tuple[Checkpoints, Slot[dict[str, int]]]:
     """Two outputs, then a due checkpoint of the state that made them."""
     checkpoints = Checkpoints(outbox, CheckpointStore(Settings(app_id="t"), outbox))
     slot: Slot[dict[str, int]] = Slot("normalise:0", {})
@@ -128,7 +128,7 @@ def _queued(outbox: Outbox) -> tuple[Checkpoints, Slot[dict[str, int]]]:
 
 
 def test_a_checkpoint_goes_to_the_broker_only_after_its_outputs_are_acknowledged(outbox: Outbox) -> None:
-    checkpoints, slot = _queued(outbox)
+    checkpoints, slot = queued(outbox)
     broker = BROKERS[-1]
     _until(lambda: broker.topics() == ["node-samples"])  # the outputs' batch, after its linger
     time.sleep(0.1)
@@ -146,7 +146,7 @@ def test_a_broker_that_stops_answering_fails_the_outputs_in_time_and_no_checkpoi
     silent_outbox: Outbox,
 ) -> None:
     outbox = silent_outbox
-    checkpoints, slot = _queued(outbox)
+    checkpoints, slot = queued(outbox)
     started = time.monotonic()
     with pytest.raises(KafkaTimeoutError, match=r"stopped answering: no acknowledgement for 0\.5 s"):
         while not checkpoints.advance():  # the worker's loop: each turn moves the checkpoints on, never waits
@@ -162,7 +162,7 @@ def test_a_stop_waiting_for_its_checkpoints_on_a_silent_broker_ends_with_one_kaf
 ) -> None:
     """The stop and the rebalance wait for their checkpoints (``drain``): they end, as a kafka-python error the
     worker command reports in one line, instead of waiting for good."""
-    checkpoints, slot = _queued(silent_outbox)
+    checkpoints, slot = queued(silent_outbox)
 
     def drain() -> None:
         with as_kafka_errors():

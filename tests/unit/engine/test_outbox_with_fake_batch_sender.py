@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from streams.aiokafka_producer import Delivery
-from streams.engine.store import Checkpoints, CheckpointStore, Outbox, Slot
-from streams.settings import Settings
+from streams.engine.store import Outbox
+from tests.unit.engine.test_outbox_over_the_batch_producer import queued
 
 
 class FakeBatchSenderRefusingOnDemand:
@@ -68,12 +68,7 @@ def test_fake_batch_sender_a_refused_batch_makes_confirm_raise_for_every_record_
 def test_fake_batch_sender_a_checkpoint_waits_for_the_batches_before_it_and_is_saved_with_its_own() -> None:
     sender = FakeBatchSenderRefusingOnDemand()
     outbox = Outbox(sender)
-    checkpoints = Checkpoints(outbox, CheckpointStore(Settings(app_id="t"), outbox))
-    slot: Slot[dict[str, int]] = Slot("normalise:0", {})
-    slot.hold("task-events", 0, 7)
-    outbox.send_raw("node-samples", b"n1", b"a")
-    outbox.send_raw("node-samples", b"n2", b"b")
-    checkpoints.queue(slot, b"state")
+    checkpoints, slot = queued(outbox)
     assert not checkpoints.advance() and "t-checkpoints" not in sender.open  # its outputs are not acknowledged
     (samples,) = sender.close_batches()
     answer(samples)

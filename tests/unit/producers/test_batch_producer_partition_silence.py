@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,43 +19,22 @@ from streams import batch_producer
 from streams.aiokafka_producer import BrokerStopped
 from streams.batch_producer import BatchProducer
 from streams.settings import Settings
+from tests.unit.producers.test_kafka_sink_stalls import SilentBrokerProducer
 
 TIMEOUT_S = 0.5
 
 
-class FakeBrokerAnsweringPartitionZero:
+class FakeBrokerAnsweringPartitionZero(SilentBrokerProducer):
     """Fake ``AIOKafkaProducer``: partition 0's batches are acknowledged at once, partition 1's never (until
     ``fail_all``); ``stop()`` waits for every batch, as aiokafka's does for an idempotent producer."""
-
-    def __init__(self, **options: Any) -> None:
-        self._batch_bytes = options["max_batch_size"]
-        self._unanswered: list[asyncio.Future[Any]] = []
-        self._message_accumulator = SimpleNamespace(fail_all=self._fail_all)
-
-    async def start(self) -> None:
-        pass
-
-    async def partitions_for(self, topic: str) -> set[int]:
-        return {0, 1}
-
-    def create_batch(self) -> BatchBuilder:
-        return BatchBuilder(self._batch_bytes, 0)
 
     async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> asyncio.Future[Any]:
         answer = asyncio.get_running_loop().create_future()
         if partition == 0:
             answer.set_result(None)
         else:
-            self._unanswered.append(answer)
+            self._deliveries.append(answer)
         return answer
-
-    def _fail_all(self, error: BaseException) -> None:
-        for answer in self._unanswered:
-            if not answer.done():
-                answer.set_exception(error)
-
-    async def stop(self) -> None:
-        await asyncio.gather(*self._unanswered, return_exceptions=True)
 
 
 @pytest.fixture
