@@ -21,7 +21,7 @@ from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStr
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
 from streams.agents.records import published
-from streams.core.events import Progress
+from streams.core.events import Progress, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
@@ -33,6 +33,7 @@ from streams.serde.topics import (
     NODE_SCORES,
     RANKING_FEED,
     TASK_EVENTS,
+    source_of,
 )
 from streams.wiring import Wiring
 
@@ -106,7 +107,10 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
                         slot = admitted.slot
-                        publications += await ranked(slot.state, admitted.record, event, wiring.progress)
+                        if isinstance(admitted.record, TaskStart | TaskCheckpoint | TaskFinish):  # forwarded
+                            slot.state.stage.observe(admitted.record, source_of(event.message.headers))
+                        else:
+                            publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                 if slot is None or states.stale(batch[-1]):
