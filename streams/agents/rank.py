@@ -23,6 +23,7 @@ from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle
 from streams.agents.records import published
 from streams.core.events import Progress, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.publication import Publication, PublishedRanking
+from streams.core.rank_stage import REPEATS_DROPPED
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
 from streams.serde.topics import (
@@ -101,18 +102,20 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     async def rank_nodes(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "rank_nodes", wiring.progress):
             async with lock:
-                slot, publications = None, []
+                slot, publications, repeats = None, [], 0
                 started = time.perf_counter()
                 for event in batch:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
                         slot = admitted.slot
                         if isinstance(admitted.record, TaskStart | TaskCheckpoint | TaskFinish):  # forwarded
-                            slot.state.stage.observe(admitted.record, source_of(event.message.headers))
+                            repeats += not slot.state.stage.observe(admitted.record, source_of(event.message.headers))
                         else:
                             publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
+                if repeats:
+                    log.info(REPEATS_DROPPED, repeats)
                 if slot is None or states.stale(batch[-1]):
                     # Nothing new, or a rebalance overtook the batch (a long ranking gives it time): its events
                     # come again to whoever holds the feed now; this state was forgotten and is not saved.

@@ -44,6 +44,8 @@ from streams.core.ranking_config import RankingConfig
 SNAPSHOT_VERSION = 2
 FeedRecord = NodeSummary | NormalizedTask
 TaskRecord = TaskStart | TaskCheckpoint | TaskFinish  # forwarded for a detector that watches tasks
+# What the shells log when ``observe`` dropped repeats (a count): after a restart, not a fault.
+REPEATS_DROPPED = "%d task events forwarded again by a normaliser restarted from its checkpoint: already seen, dropped"
 
 
 def boundary_at_or_before(ts_us: int, period_us: int) -> int:

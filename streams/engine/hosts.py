@@ -28,6 +28,7 @@ from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, Task
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
+from streams.core.rank_stage import REPEATS_DROPPED
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage, RankStage
 from streams.engine.store import Outbox, Slot
@@ -265,7 +266,7 @@ class RankHost(Host[PublishedRanking]):
     def take(self, batch: list[Decoded], noted: Callable[[], None]) -> bool:
         """``noted`` tells the health check the ranking works (called between publications of a catch-up)."""
         slot = self.slots[0]
-        ranking, publications, admitted = slot.state, [], False
+        ranking, publications, admitted, repeats = slot.state, [], False, 0
         started = time.perf_counter()
         for item in batch:
             if not self.fresh(slot, item):
@@ -276,11 +277,13 @@ class RankHost(Host[PublishedRanking]):
             admitted = True
             record = item.record
             if isinstance(record, TaskStart | TaskCheckpoint | TaskFinish):
-                ranking.stage.observe(record, registry.source_of(item.raw.headers))
+                repeats += not ranking.stage.observe(record, registry.source_of(item.raw.headers))
             else:
                 publications += ranking.take(record)
         if not admitted:
             return False
+        if repeats:
+            log.info(REPEATS_DROPPED, repeats)
         publications += rank_without_idle(self.idle, ranking)
         if publications:
             metrics.RANKING_DURATION.observe(time.perf_counter() - started)
