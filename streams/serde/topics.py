@@ -82,7 +82,27 @@ RANKING_FEED = Topic(
     (ev.NodeSummary, ev.Progress, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint, ev.TaskFinish), 1,
     doc="internal: per-node summaries and progress for the ranking (and task events, for a detector watching them)",
 )
-SOURCE_HEADER = "laggard-source"
+SOURCE_HEADER = "laggard-source"  # on a forwarded task event: b"PARTITION:OFFSET" on task-events (source_header)
+DEAD_LETTERS = Topic(
+    "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"
+)
+
+TOPICS: tuple[Topic, ...] = (
+    TASK_EVENTS, JOB_EVENTS, NODE_SAMPLES, STRAGGLER_PREDICTIONS,
+    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, RANKING_FEED, DEAD_LETTERS, NODE_CLASSES,
+)
+BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
+
+
+def topic_for(record: Any) -> Topic:
+    """The topic a record type is published to."""
+    for topic in TOPICS:
+        if type(record) in topic.value_types:
+            return topic
+    raise KeyError(f"no topic carries {type(record).__name__}")
+
+
+KeyFunction = Callable[[Any], str]
 
 
 def source_header(partition: int, offset: int) -> list[tuple[str, bytes]]:
@@ -104,23 +124,3 @@ def source_of(headers: Any) -> tuple[int, int] | None:
             partition, offset = bytes(value).split(b":")
             return int(partition), int(offset)
     return None
-DEAD_LETTERS = Topic(
-    "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"
-)
-
-TOPICS: tuple[Topic, ...] = (
-    TASK_EVENTS, JOB_EVENTS, NODE_SAMPLES, STRAGGLER_PREDICTIONS,
-    NODE_SCORES, BLACKLIST_DELTAS, BLACKLIST_SNAPSHOT, RANKING_FEED, DEAD_LETTERS, NODE_CLASSES,
-)
-BY_NAME: dict[str, Topic] = {topic.name: topic for topic in TOPICS}
-
-
-def topic_for(record: Any) -> Topic:
-    """The topic a record type is published to."""
-    for topic in TOPICS:
-        if type(record) in topic.value_types:
-            return topic
-    raise KeyError(f"no topic carries {type(record).__name__}")
-
-
-KeyFunction = Callable[[Any], str]

@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from producers.registry import open_trace
-from streams.config import partition_for
+from streams.config import partition_for, ranking_config
 from streams.core.decision.registry import POLICIES
 from streams.core.events import (
     BlacklistDelta,
@@ -28,7 +28,7 @@ from streams.core.events import (
 )
 from streams.core.ranker import watches_tasks
 from streams.core.ranking_config import RankingConfig
-from streams.core.stages import RankStage, boundary_at_or_before
+from streams.core.stages import RankResult, RankStage, boundary_at_or_before
 from streams.engine import hosts
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, RankHost, decode
 from streams.local import LocalPipeline
@@ -141,6 +141,26 @@ def test_the_ranking_host_fed_by_the_normalising_host_lists_what_the_in_process_
     assert sorted(e.node_id for d in deltas for e in d.added) == slow, "the worker lists the slow nodes"
     assert deltas == local_deltas  # versions, entries, their statistics and reasons
     assert snapshots[-1] == local_final
+
+
+def test_a_rank_stage_fed_the_forwarded_records_ranks_every_boundary_as_the_in_process_runner(
+    trace: tuple[list[Event], list[str]],
+) -> None:
+    """Every ranking, not only the deltas: each node's statistics, evidence, verdict and reason at every boundary."""
+    events, _ = trace
+    local: list[RankResult] = []
+    pipeline = LocalPipeline(Settings(**SETTINGS), partitions=PARTITIONS, on_ranking=local.append)
+    list(pipeline.run(events, finish=False))
+    stage, results = RankStage(ranking_config(Settings(**SETTINGS)), PARTITIONS), []
+    for record, headers in normalised(events).on("ranking-feed"):
+        if isinstance(record, Progress):
+            results += stage.progress(record)
+        elif isinstance(record, TASK_RECORDS):
+            stage.observe(record, source_of(headers))
+        else:
+            stage.add(record)
+    assert len(results) > 60 and any(r.delta is not None for r in results)
+    assert results == local
 
 
 def test_every_valid_task_event_is_on_the_feed_before_its_partitions_mark_past_it(
