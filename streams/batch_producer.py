@@ -51,6 +51,7 @@ MAX_PENDING = 32  # full batches not yet acknowledged, by default
 TIMEOUT_S = 30.0  # a partition whose batches wait this long for an answer: the broker stopped answering
 
 
+NO_HEADERS: list[tuple[str, bytes]] = []  # aiokafka's record builder wants a list; shared, never changed
 _Open = tuple[Any, float, Delivery]  # (aiokafka BatchBuilder, when it was opened, its delivery)
 
 
@@ -93,7 +94,8 @@ class BatchProducer:
             raise
 
     # --- the calling thread ----------------------------------------------------------------------------------------
-    def send(self, topic: str, key: bytes | None = None, value: bytes = b"", partition: int | None = None) -> Delivery:
+    def send(self, topic: str, key: bytes | None = None, value: bytes = b"", partition: int | None = None,
+             headers: list[tuple[str, bytes]] = NO_HEADERS) -> Delivery:
         """Append one record to its partition's open batch (a full one goes to the producer); its batch's delivery."""
         if partition is None:
             partition = self.partition(topic, key)
@@ -101,23 +103,24 @@ class BatchProducer:
         with self._lock:
             entry = self._open.get(tp)
             if entry is not None:
-                if entry[0].append(timestamp=None, key=key, value=value) is not None:
+                if entry[0].append(timestamp=None, key=key, value=value, headers=headers) is not None:
                     return entry[2]
                 self._take(tp)
         if entry is not None:
             self._hand_over(tp, entry)
-        return self._open_batch(tp, key, value)
+        return self._open_batch(tp, key, value, headers)
 
-    def _open_batch(self, tp: tuple[str, int], key: bytes | None, value: bytes) -> Delivery:
+    def _open_batch(self, tp: tuple[str, int], key: bytes | None, value: bytes,
+                    headers: list[tuple[str, bytes]] = NO_HEADERS) -> Delivery:
         """A new batch for the partition, with the record in it; a record over the request limit is refused."""
         if self.stalled:
             raise BrokerStopped(self.bootstrap, self._silence())
-        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, [])
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, headers)
         if size > self._max_request_size:  # an empty batch takes any record; the broker would refuse it at delivery
             return self._refuse(key, size)
         with self._lock:
             batch, delivery = self._producer.create_batch(), Delivery()
-            batch.append(timestamp=None, key=key, value=value)  # the first record of a batch always fits
+            batch.append(timestamp=None, key=key, value=value, headers=headers)  # a batch's first record always fits
             self._open[tp] = (batch, time.monotonic(), delivery)
             if tp[0] in self.prompt_topics:  # no linger: closed on the loop's next turn, with what joined it
                 self._loop.call_soon_threadsafe(self._close_if_open, tp, batch)

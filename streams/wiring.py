@@ -12,7 +12,16 @@ from dataclasses import dataclass
 from faust.types import TableT, TopicT
 
 from streams.config import job_idle_timeout_us
-from streams.core.events import BlacklistSnapshot, Event, NormalizedTask, Progress
+from streams.core.events import (
+    BlacklistSnapshot,
+    Event,
+    NodeSummary,
+    NormalizedTask,
+    Progress,
+    TaskCheckpoint,
+    TaskFinish,
+    TaskStart,
+)
 from streams.core.ranking_config import RankingConfig
 from streams.health import ReadProgress
 from streams.serde import topics as registry
@@ -20,7 +29,9 @@ from streams.settings import Settings
 
 CheckpointTable = TableT[bytes, bytes]
 TASK_EVENTS_TYPES: tuple[type[Event], ...] = registry.TASK_EVENTS.value_types + registry.JOB_EVENTS.value_types
-RANKING_FEED_TYPES: tuple[type[NormalizedTask | Progress], ...] = registry.RANKING_FEED.value_types
+# Summaries, marks and samples; task events for a detector that watches them (streams.core.ranker.watches_tasks).
+FeedValue = NodeSummary | Progress | NormalizedTask | TaskStart | TaskCheckpoint | TaskFinish
+RANKING_FEED_TYPES: tuple[type[FeedValue], ...] = registry.RANKING_FEED.value_types
 
 
 @dataclass
@@ -45,7 +56,7 @@ class Wiring:
     predict_checkpoints: CheckpointTable
     published_snapshot: Callable[[], BlacklistSnapshot | None]
     task_events_types: tuple[type[Event], ...] = TASK_EVENTS_TYPES
-    ranking_feed_types: tuple[type[NormalizedTask | Progress], ...] = RANKING_FEED_TYPES
+    ranking_feed_types: tuple[type[FeedValue], ...] = RANKING_FEED_TYPES
     progress: ReadProgress | None = None  # what the agents read, for the health check
 
     @property

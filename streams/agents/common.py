@@ -44,8 +44,10 @@ async def send(topic: TopicT, key: str, record: object) -> asyncio.Future[Any]:
     return await send_raw(topic, codec.encode_key(key), codec.encode(record))
 
 
-async def send_raw(topic: TopicT, key: bytes | None, value: bytes) -> asyncio.Future[Any]:
+async def send_raw(topic: TopicT, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+                   ) -> asyncio.Future[Any]:
     """Queue ``value``; the future of the broker's acknowledgement (a send is not on the broker when queued)."""
-    delivery = await topic.send(key=key, value=value)
+    delivery = await (topic.send(key=key, value=value) if headers is None  # most records carry none
+                      else topic.send(key=key, value=value, headers=headers))
     metrics.EVENTS_OUT.labels(topic.get_topic_name()).inc()
     return cast("asyncio.Future[Any]", delivery)

@@ -13,8 +13,8 @@ from typing import cast
 import faust
 from faust.types import AgentT
 
-from streams.agents.checkpoint import Outputs, PartitionStates, RawStream, Slot, unacked_batches
-from streams.agents.common import send
+from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, Slot, unacked_batches
+from streams.agents.common import send, send_raw
 from streams.agents.idleness import (
     IdleClock,
     backlog_of,
@@ -23,10 +23,11 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
-from streams.core.events import Event
-from streams.core.ranker import learns_from_samples
+from streams.core.events import Event, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage
-from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
+from streams.serde import codec
+from streams.serde.topics import JOB_EVENTS, TASK_EVENTS, source_header
 from streams.wiring import Wiring
 
 CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is held un-acked
@@ -38,6 +39,8 @@ TOPICS = (TASK_EVENTS.name, JOB_EVENTS.name)
 def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
     summaries = not learns_from_samples(wiring.ranking_config)  # else the detector needs every sample
+    forwards = watches_tasks(wiring.ranking_config)  # the detector watches the task events themselves (issue 21)
+    feed_key = codec.encode_key(wiring.cluster_id)
     states = PartitionStates(
         app, wiring.normalise_checkpoints,
         lambda p: NormalizeStage(p, wiring.partitions, wiring.period_us, wiring.job_idle_timeout_us,
@@ -64,6 +67,14 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         if emitted.progress is not None:
             outputs.track(await send(wiring.ranking_feed, wiring.cluster_id, emitted.progress))
 
+    async def forward(event: RawEvent) -> None:
+        # A valid task event to the ranking's detector, before the marks processing it leads to: every event of a
+        # partition before a boundary is on the feed before the partition's mark past it. The bytes as read, with
+        # their place on task-events (the ranking drops what a restart forwards again).
+        message = event.message
+        outputs.track(await send_raw(wiring.ranking_feed, feed_key, cast(bytes, message.value),  # it decoded
+                                     source_header(message.partition, message.offset)))
+
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
         stage = slot.state
         emitted = stage.process_batch(events)
@@ -83,6 +94,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
                     if admitted is not None:
+                        if forwards and isinstance(admitted.record, TaskStart | TaskCheckpoint | TaskFinish):
+                            await forward(event)
                         by_partition.setdefault(admitted.slot.partition, (admitted.slot, []))[1].append(admitted.record)
                 for slot, events in by_partition.values():
                     await step(stream, slot, events)

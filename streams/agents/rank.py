@@ -21,8 +21,9 @@ from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStr
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
 from streams.agents.records import published
-from streams.core.events import Progress
+from streams.core.events import Progress, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.publication import Publication, PublishedRanking
+from streams.core.rank_stage import REPEATS_DROPPED
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
 from streams.serde.topics import (
@@ -33,6 +34,7 @@ from streams.serde.topics import (
     NODE_SCORES,
     RANKING_FEED,
     TASK_EVENTS,
+    source_of,
 )
 from streams.wiring import Wiring
 
@@ -100,15 +102,20 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     async def rank_nodes(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "rank_nodes", wiring.progress):
             async with lock:
-                slot, publications = None, []
+                slot, publications, repeats = None, [], 0
                 started = time.perf_counter()
                 for event in batch:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
                         slot = admitted.slot
-                        publications += await ranked(slot.state, admitted.record, event, wiring.progress)
+                        if isinstance(admitted.record, TaskStart | TaskCheckpoint | TaskFinish):  # forwarded
+                            repeats += not slot.state.stage.observe(admitted.record, source_of(event.message.headers))
+                        else:
+                            publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
+                if repeats:
+                    log.info(REPEATS_DROPPED, repeats)
                 if slot is None or states.stale(batch[-1]):
                     # Nothing new, or a rebalance overtook the batch (a long ranking gives it time): its events
                     # come again to whoever holds the feed now; this state was forgotten and is not saved.

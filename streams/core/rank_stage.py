@@ -2,7 +2,10 @@
 
 A summary (``NodeSummary``) of boundary ``B`` is applied at ``B``; a single sample (``NormalizedTask``, as
 records written before summaries existed) at the first boundary after the time it became final. The ranking of
-``B`` happens once every active partition has reported progress past ``B`` (see ``streams.core.stages``).
+``B`` happens once every active partition has reported progress past ``B`` (see ``streams.core.stages``). Under a
+policy whose detector watches the task events themselves (``watches_tasks``: the running-task detector), the
+normalising side also forwards every valid task event before the progress marks it leads to; ``add`` hands it to
+the detector (``observe``), which judges ``B`` by the events before ``B`` alone, whatever else it was given.
 
 >>> from streams.core.events import NodeMoments
 >>> config = RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None, max_fraction=1.0)
@@ -21,7 +24,18 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeMoments, NodeSummary, NormalizedTask, Progress
+from streams.core.detection.base import observe_task
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    NodeMoments,
+    NodeSummary,
+    NormalizedTask,
+    Progress,
+    TaskCheckpoint,
+    TaskFinish,
+    TaskStart,
+)
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import RankingConfig
@@ -29,6 +43,9 @@ from streams.core.ranking_config import RankingConfig
 # 2: summaries beside single samples (issue 18); an older snapshot means a cold start.
 SNAPSHOT_VERSION = 2
 FeedRecord = NodeSummary | NormalizedTask
+TaskRecord = TaskStart | TaskCheckpoint | TaskFinish  # forwarded for a detector that watches tasks
+# What the shells log when ``observe`` dropped repeats (a count): after a restart, not a fault.
+REPEATS_DROPPED = "%d task events forwarded again by a normaliser restarted from its checkpoint: already seen, dropped"
 
 
 def boundary_at_or_before(ts_us: int, period_us: int) -> int:
@@ -59,9 +76,14 @@ class RankStage:
         self._watermarks: dict[int, int] = {}
         self._idle: set[int] = set()
         self._next_boundary: int | None = None
+        self._sources: dict[int, int] = {}  # task-events partition -> offset of the last task event observed
 
-    def add(self, record: FeedRecord) -> None:
-        """A summary (applied at its boundary) or a sample (at the first boundary after its emission time)."""
+    def add(self, record: FeedRecord | TaskRecord) -> None:
+        """A summary (applied at its boundary), a sample (at the first boundary after its emission time) or a
+        forwarded task event (``observe``)."""
+        if isinstance(record, TaskStart | TaskCheckpoint | TaskFinish):
+            self.observe(record)
+            return
         self._arrivals += 1
         if isinstance(record, NodeSummary):
             due = record.boundary_us - 1
@@ -70,6 +92,26 @@ class RankStage:
             due = record.emitted_us if record.emitted_us is not None else record.ts_us
             self._values += 1
         heapq.heappush(self._pending, (due, self._arrivals, record))  # arrival numbers are unique
+
+    def observe(self, event: TaskRecord, source: tuple[int, int] | None = None) -> bool:
+        """A task event forwarded by the normalising side, to the detector at once (it keeps events until the
+        boundary after them). ``source``: the event's partition and offset on task-events. A normaliser restarted
+        from its checkpoint forwards again what it forwarded since, in the same order: an event at or before the
+        last one observed from its partition is such a repeat and is dropped (the detector is not idempotent: a
+        repeated start reopens a finished task, a repeated checkpoint changes its projection). Whether it was
+        taken.
+
+        >>> rank = RankStage(RankingConfig(policy="running"), partitions=2)
+        >>> [rank.observe(TaskStart("j", "t", 0, "n1", 5), (1, offset)) for offset in (7, 8, 8, 3)]
+        [True, True, False, False]
+        """
+        if source is not None:
+            partition, offset = source
+            if offset <= self._sources.get(partition, -1):
+                return False
+            self._sources[partition] = offset
+        observe_task(self.ranker.detector, event)
+        return True
 
     def progress(self, mark: Progress) -> list[RankResult]:
         """Record a partition's progress; rank every boundary that all partitions have now passed."""
@@ -143,6 +185,7 @@ class RankStage:
             "values": self._values,
             "watermarks": sorted(self._watermarks.items()),
             "next_boundary": self._next_boundary,
+            "sources": sorted(self._sources.items()),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -155,6 +198,7 @@ class RankStage:
         self._values = int(state["values"])
         self._watermarks = {int(p): int(ts) for p, ts in state["watermarks"]}
         self._next_boundary = state["next_boundary"]
+        self._sources = {int(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
 
 
 def _record_row(record: FeedRecord) -> tuple[str, list[Any]]:

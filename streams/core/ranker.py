@@ -130,3 +130,14 @@ def learns_from_samples(config: RankingConfig) -> bool:
     fed per-node summaries instead (issue 18)."""
     return bool(getattr(POLICIES.get(config.policy).detector(config), "learns_from_samples", True))
 
+
+def watches_tasks(config: RankingConfig) -> bool:
+    """Whether the policy's detector also watches the task events themselves (a ``TaskObserver``: the running-task
+    detector), so the normalising side must forward every valid task event to the ranking (issue 21). The test is
+    ``observe_task``'s: the detector has an ``observe``.
+
+    >>> watches_tasks(RankingConfig(policy="running")), watches_tasks(RankingConfig(policy="pcores"))
+    (True, False)
+    """
+    return getattr(POLICIES.get(config.policy).detector(config), "observe", None) is not None
+

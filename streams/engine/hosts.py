@@ -24,11 +24,12 @@ from streams.agents.idle_rules import (
 )
 from streams.agents.records import dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
-from streams.core.events import Event, StragglerPrediction
+from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
-from streams.core.ranker import learns_from_samples
+from streams.core.rank_stage import REPEATS_DROPPED
+from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage, RankStage
 from streams.engine.store import Outbox, Slot
 from streams.serde import codec
@@ -116,7 +117,9 @@ class NormaliseHost(Host[NormalizeStage]):
         """``behind(p)``: partition ``p``'s events wait unread on the broker (its job stream is not idle then)."""
         config = ranking_config(settings)
         self.summaries = not learns_from_samples(config)  # else the detector needs every sample
+        self.forwards = watches_tasks(config)  # the detector watches the task events themselves (issue 21)
         self.cluster_id = settings.cluster_id
+        self.feed_key = codec.encode_key(settings.cluster_id)
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
         self.job_idle_timeout_us = job_idle_timeout_us(settings)
         self.waiting: set[int] = set()
@@ -137,6 +140,8 @@ class NormaliseHost(Host[NormalizeStage]):
                     self.dead_letter(item)
                 else:
                     events.append(item.record)
+                    if self.forwards and isinstance(item.record, TaskStart | TaskCheckpoint | TaskFinish):
+                        self.forward(item)
         if not events:
             return False
         stage = slot.state
@@ -152,6 +157,14 @@ class NormaliseHost(Host[NormalizeStage]):
         # of a statistics worker's time (session 10). So one is taken no more often than every ``pending``
         # records: about one held event written per record read, whatever the buffer holds.
         return due and slot.held >= stage.pending
+
+    def forward(self, item: Decoded) -> None:
+        """A valid task event to the ranking's detector, before the marks processing it leads to (so every event
+        of a partition before a boundary is on the feed before the partition's mark past it); the bytes as read,
+        with their place on task-events (``source_header``: the ranking drops what a restart forwards again)."""
+        raw = item.raw
+        self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, raw.value,
+                             registry.source_header(raw.partition, raw.offset))
 
     def emit(self, emitted: Emitted) -> None:
         # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
@@ -253,7 +266,7 @@ class RankHost(Host[PublishedRanking]):
     def take(self, batch: list[Decoded], noted: Callable[[], None]) -> bool:
         """``noted`` tells the health check the ranking works (called between publications of a catch-up)."""
         slot = self.slots[0]
-        ranking, publications, admitted = slot.state, [], False
+        ranking, publications, admitted, repeats = slot.state, [], False, 0
         started = time.perf_counter()
         for item in batch:
             if not self.fresh(slot, item):
@@ -262,9 +275,15 @@ class RankHost(Host[PublishedRanking]):
                 self.dead_letter(item)
                 continue
             admitted = True
-            publications += ranking.take(item.record)
+            record = item.record
+            if isinstance(record, TaskStart | TaskCheckpoint | TaskFinish):
+                repeats += not ranking.stage.observe(record, registry.source_of(item.raw.headers))
+            else:
+                publications += ranking.take(record)
         if not admitted:
             return False
+        if repeats:
+            log.info(REPEATS_DROPPED, repeats)
         publications += rank_without_idle(self.idle, ranking)
         if publications:
             metrics.RANKING_DURATION.observe(time.perf_counter() - started)

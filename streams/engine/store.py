@@ -127,10 +127,12 @@ class Outbox:
         """``record`` in Avro on ``topic`` under ``key`` (the agents' ``send``)."""
         self.send_raw(topic, codec.encode_key(key), codec.encode(record))
 
-    def send_raw(self, topic: str, key: bytes | None, value: bytes) -> Any:
+    def send_raw(self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
+                 ) -> Any:
         """Send; the handle of its outcome (the producer's: a batch's delivery, or kafka-python's future)."""
         producer = self.prompt if self.prompt is not None and topic in self.prompt_topics else self.producer
-        future = producer.send(topic, key=key, value=value)
+        future = (producer.send(topic, key=key, value=value) if headers is None  # most records carry none
+                  else producer.send(topic, key=key, value=value, headers=headers))
         self._pending.append(future)
         self.sent += 1
         counter = self._counters.get(topic)

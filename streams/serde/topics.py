@@ -72,11 +72,17 @@ BLACKLIST_SNAPSHOT = Topic(
 # Internal: each partition's per-node summaries (moments per node and bucket, one record per partition and period)
 # and progress, on ONE partition, so that one ranking agent sees the whole cluster and can rank a period only once
 # every partition of task-events has passed it. Its volume follows the active nodes per period, not the task rate.
-# Single samples (NormalizedTask) are still accepted: records written before summaries existed.
+# Single samples (NormalizedTask) are still accepted: records written before summaries existed, and what the
+# ranking gets under a detector that learns from samples. Under a detector that watches the task events themselves
+# (streams.core.ranker.watches_tasks: the running-task detector) every valid task event is forwarded too, before
+# the marks it leads to, with its place on task-events in the header SOURCE_HEADER: one record per task event,
+# which ties this topic's volume to the task rate (docs/architecture.md).
 RANKING_FEED = Topic(
-    "ranking-feed", "cluster_id", (ev.NodeSummary, ev.Progress, ev.NormalizedTask), 1,
-    doc="internal: per-node summaries and progress for the ranking",
+    "ranking-feed", "cluster_id",
+    (ev.NodeSummary, ev.Progress, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint, ev.TaskFinish), 1,
+    doc="internal: per-node summaries and progress for the ranking (and task events, for a detector watching them)",
 )
+SOURCE_HEADER = "laggard-source"  # on a forwarded task event: b"PARTITION:OFFSET" on task-events (source_header)
 DEAD_LETTERS = Topic(
     "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"
 )
@@ -100,3 +106,24 @@ def topic_for(record: Any) -> Topic:
 
 
 KeyFunction = Callable[[Any], str]
+
+
+def source_header(partition: int, offset: int) -> list[tuple[str, bytes]]:
+    """The header of a task event forwarded to ``ranking-feed``: its partition and offset on ``task-events``, by
+    which the ranking drops what a restarted normaliser forwards again (``RankStage.observe``).
+
+    >>> source_of(source_header(3, 1234))
+    (3, 1234)
+    """
+    return [(SOURCE_HEADER, b"%d:%d" % (partition, offset))]
+
+
+def source_of(headers: Any) -> tuple[int, int] | None:
+    """The (partition, offset) a forwarded task event names (``source_header``); None without the header.
+    ``headers``: kafka-python's list of (name, value) pairs, or a mapping (Faust gives either)."""
+    pairs = headers.items() if hasattr(headers, "items") else headers or ()
+    for name, value in pairs:
+        if name == SOURCE_HEADER:
+            partition, offset = bytes(value).split(b":")
+            return int(partition), int(offset)
+    return None

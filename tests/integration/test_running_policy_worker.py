@@ -1,0 +1,110 @@
+"""``LAGGARD_POLICY=running laggard worker`` (issue 21's running-task detector) on a real broker, both engines: the
+normalisers forward the task events to the ranking, which lists the slow nodes exactly as ``laggard run --policy
+running`` does on the same trace; a direct worker killed mid-replay ends as the clean run. Before the forwarding
+the worker listed nothing, without a word."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from laggard import kafka_local
+from producers.registry import open_trace
+from streams.core.events import BlacklistDelta, BlacklistSnapshot, TaskCheckpoint, TaskFinish, TaskStart
+from streams.kafka_clients import read_to_end
+from streams.serde import codec
+from streams.serde.topics import source_of
+from streams.settings import Settings
+from tests.integration.operations.support import (
+    CommittedOffsets,
+    assert_same_end,
+    clean_run,
+    counted,
+    wait_until_settled,
+)
+from tests.integration.support import LAGGARD, decoded, fresh_broker, replay, running_worker, start_worker, wait_for
+from tests.integration.test_stream_pipeline import PARTITIONS, in_process
+
+# 75 min of a 40-node cluster with checkpoints and failed attempts; three nodes turn 1.8x slow at 40 min.
+SPEC = "synthetic:nodes=40,slow=3,jobs=150,checkpoints=2,fail=0.05,onset=2400,seed=1"
+EVENTS = 24_988  # in SPEC
+TASK_RECORDS = (TaskStart, TaskCheckpoint, TaskFinish)
+POLICY = {"LAGGARD_POLICY": "running", "LAGGARD_RANKING_PERIOD_S": "60"}  # what the worker and the expectation read
+
+
+@pytest.fixture(autouse=True)
+def running_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in POLICY.items():
+        monkeypatch.setenv(name, value)  # the worker subprocesses inherit them
+
+
+@pytest.fixture(scope="module")
+def expected() -> Iterator[tuple[list[BlacklistDelta], BlacklistSnapshot, dict]]:
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in POLICY.items():
+            patch.setenv(name, value)
+        yield in_process(SPEC)  # `laggard run --policy running --period 60`, live (finish=False), 4 partitions
+
+
+@pytest.mark.parametrize("engine", ["faust", "direct"])
+def test_a_running_policy_worker_lists_the_slow_nodes_as_the_in_process_runner_does(
+    engine: str, tmp_path: Path, expected: tuple[list[BlacklistDelta], BlacklistSnapshot, dict]
+) -> None:
+    local_deltas, local_final, truth = expected
+    assert sorted(local_final.node_ids) == truth["slow_nodes"], "the in-process runner finds them on this trace"
+    log = tmp_path / "worker.log"
+    with fresh_broker(tmp_path / "broker") as bootstrap:
+        with running_worker(bootstrap, tmp_path, log, "--engine", engine, "--partitions", str(PARTITIONS)):
+            replay(bootstrap, SPEC)
+            snapshots = wait_for(lambda: decoded(bootstrap, "blacklist-snapshot"),
+                                 lambda ss: bool(ss) and ss[-1].version >= local_final.version, 150,
+                                 "the final snapshot", log)
+        deltas = decoded(bootstrap, "blacklist-deltas")
+        feed = list(read_to_end(Settings(bootstrap_servers=bootstrap), "ranking-feed"))
+    forwarded = [source_of(r.headers) for r in feed if isinstance(codec.decode(r.value), TASK_RECORDS)]
+    tasks = sum(isinstance(e, TASK_RECORDS) for e in open_trace(SPEC))
+    assert len(set(forwarded)) == len(forwarded) == tasks, "each task event forwarded once, with its place"
+    assert sorted(e.node_id for d in deltas for e in d.added) == truth["slow_nodes"]
+    assert deltas == local_deltas, "the same deltas: versions, entries, their statistics and reasons"
+    assert snapshots[-1] == local_final
+    assert "Traceback" not in log.read_text(errors="replace")
+
+
+def test_a_running_policy_direct_worker_killed_mid_replay_ends_as_the_clean_run(tmp_path: Path) -> None:
+    """SIGKILL once a third of the trace was read and a checkpoint committed; the restarted worker's normalisers
+    forward again what they forwarded since their checkpoints, which the ranking drops: the deltas, the final
+    snapshot and every node's statistics in every window are the uninterrupted run's."""
+    clean = clean_run(SPEC)
+    assert clean.snapshot.node_ids, "the clean run lists nodes"
+    log = tmp_path / "worker.log"
+    first_port, second_port = kafka_local.free_ports(2)
+    direct = ("--engine", "direct", "--partitions", str(PARTITIONS))
+    with fresh_broker(tmp_path / "broker") as bootstrap:
+        first = start_worker(bootstrap, tmp_path, log, *direct, "--metrics-port", str(first_port))
+        sender = subprocess.Popen([*LAGGARD, "replay", "--trace", SPEC, "--bootstrap", bootstrap, "--max-rate",
+                                   "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            offsets = CommittedOffsets(bootstrap)
+            wait_for(lambda: (counted(first_port, "laggard_events_in_total"), offsets.now()),
+                     lambda read: read[0] >= EVENTS / 3 and bool(read[1]), 120,
+                     "a third of the trace read and a commit (after a checkpoint)", log)
+            offsets.close()
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            assert sender.poll() is None, "the worker was killed while the replay was still sending"
+            with running_worker(bootstrap, tmp_path, log, *direct, "--metrics-port", str(second_port)):
+                assert sender.wait(120) == 0
+                published = wait_until_settled(bootstrap, second_port, clean, log, 120)
+        finally:
+            for process in (first, sender):
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+    text = log.read_text(errors="replace")
+    assert "resumes from its checkpoint" in text, "the restart used the checkpoints"
+    assert "forwarded again by a normaliser restarted" in text, "the restart forwarded a stretch again"
+    assert_same_end(published, clean)

@@ -1,0 +1,231 @@
+"""Under a policy whose detector watches the task events themselves (``running``, issue 21), the direct engine's
+normalising host forwards every valid task event to ranking-feed before the progress marks it leads to, and the
+ranking host hands them to the detector: the worker then publishes what the in-process runner does, and a
+normaliser restarted from its checkpoint (forwarding a stretch again) changes nothing. Under the other policies
+nothing is forwarded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pytest
+
+from producers.registry import open_trace
+from streams.config import partition_for, ranking_config
+from streams.core.decision.registry import POLICIES
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    Event,
+    JobFinish,
+    JobStart,
+    Progress,
+    Status,
+    TaskCheckpoint,
+    TaskFinish,
+    TaskStart,
+)
+from streams.core.ranker import watches_tasks
+from streams.core.ranking_config import RankingConfig
+from streams.core.stages import RankResult, RankStage, boundary_at_or_before
+from streams.engine import hosts
+from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, RankHost, decode
+from streams.local import LocalPipeline
+from streams.serde import codec
+from streams.serde.topics import source_of
+from streams.settings import Settings
+
+# 1.5 h of a 20-node cluster, two nodes 3x slow: the running detector lists both after its one-window warm-up.
+TRACE = "synthetic:nodes=20,slow=2,jobs=60,tasks=10-20,interarrival=90,checkpoints=2,seed=1,slowdown=3"
+SETTINGS: dict[str, Any] = {"policy": "running", "ranking_period_s": 60}
+PARTITIONS = 2
+BATCH = 150  # events per poll, a partition's share at a time
+TASK_RECORDS = (TaskStart, TaskCheckpoint, TaskFinish)
+
+
+@dataclass(frozen=True)
+class Raw:
+    """The fields of kafka-python's ConsumerRecord a host reads."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes = b""
+    value: bytes = b""
+    timestamp: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+class Outbox:
+    """Fake Outbox: every send in order, decoded, with its headers."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, Any, tuple[tuple[str, bytes], ...]]] = []
+
+    def send(self, topic: str, key: str, record: Any) -> None:
+        self.records.append((topic, record, ()))
+
+    def send_raw(self, topic: str, key: bytes | None, value: bytes,
+                 headers: list[tuple[str, bytes]] | None = None) -> None:
+        self.records.append((topic, codec.decode(value), tuple(headers or ())))
+
+    def on(self, topic: str) -> list[tuple[Any, tuple[tuple[str, bytes], ...]]]:
+        return [(record, headers) for t, record, headers in self.records if t == topic]
+
+
+def polls(events: list[Event], partitions: int) -> list[tuple[int, list[Decoded]]]:
+    """The trace as a consumer fetches it: each partition's records (task and job events, each topic with its
+    own offsets), ``BATCH`` events of the trace at a time."""
+    offsets: dict[tuple[str, int], int] = {}
+    out = []
+    for start in range(0, len(events), BATCH):
+        shares: dict[int, list[Decoded]] = {}
+        for event in events[start:start + BATCH]:
+            topic = "job-events" if isinstance(event, JobStart | JobFinish) else "task-events"
+            p = partition_for(event.job_id, partitions)
+            offset = offsets[(topic, p)] = offsets.get((topic, p), -1) + 1
+            shares.setdefault(p, []).append(decode(Raw(topic, p, offset, value=codec.encode(event)), TASK_TYPES))
+        out += sorted(shares.items())
+    return out
+
+
+def normalised(events: list[Event], **settings: Any) -> Outbox:
+    sent = Outbox()
+    host = NormaliseHost(Settings(**{**SETTINGS, **settings}), PARTITIONS, sent)  # type: ignore[arg-type]
+    host.load(set(range(PARTITIONS)), {})
+    for partition, batch in polls(events, PARTITIONS):
+        host.take(partition, batch)
+    return sent
+
+
+def ranked(feed: list[tuple[Any, tuple[tuple[str, bytes], ...]]], monkeypatch: pytest.MonkeyPatch
+           ) -> tuple[list[BlacklistDelta], list[BlacklistSnapshot]]:
+    """What the ranking host publishes from ``feed`` (records with their headers), read in polls of 100."""
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)  # nothing published yet
+    sent = Outbox()
+    host = RankHost(Settings(**SETTINGS), PARTITIONS, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    records = [decode(Raw("ranking-feed", 0, i, value=codec.encode(record), headers=headers), FEED_TYPES)
+               for i, (record, headers) in enumerate(feed)]
+    for start in range(0, len(records), 100):
+        host.take(records[start:start + 100], lambda: None)
+    return ([r for r, _ in sent.on("blacklist-deltas")], [r for r, _ in sent.on("blacklist-snapshot")])
+
+
+@pytest.fixture(scope="module")
+def trace() -> tuple[list[Event], list[str]]:
+    source = open_trace(TRACE)
+    return list(source), source.ground_truth["slow_nodes"]
+
+
+@pytest.fixture(scope="module")
+def expected(trace: tuple[list[Event], list[str]]) -> tuple[list[BlacklistDelta], BlacklistSnapshot]:
+    pipeline = LocalPipeline(Settings(**SETTINGS), partitions=PARTITIONS)
+    return list(pipeline.run(trace[0], finish=False)), pipeline.blacklist
+
+
+@pytest.mark.parametrize("policy", POLICIES.names())
+def test_only_a_policy_whose_detector_observes_tasks_watches_them(policy: str) -> None:
+    assert watches_tasks(RankingConfig(policy=policy)) is (policy == "running")
+
+
+def test_the_ranking_host_fed_by_the_normalising_host_lists_what_the_in_process_runner_does(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events, slow = trace
+    local_deltas, local_final = expected
+    assert sorted(local_final.node_ids) == slow, "the trace is one the in-process runner gets right"
+    deltas, snapshots = ranked(normalised(events).on("ranking-feed"), monkeypatch)
+    assert sorted(e.node_id for d in deltas for e in d.added) == slow, "the worker lists the slow nodes"
+    assert deltas == local_deltas  # versions, entries, their statistics and reasons
+    assert snapshots[-1] == local_final
+
+
+def test_a_rank_stage_fed_the_forwarded_records_ranks_every_boundary_as_the_in_process_runner(
+    trace: tuple[list[Event], list[str]],
+) -> None:
+    """Every ranking, not only the deltas: each node's statistics, evidence, verdict and reason at every boundary."""
+    events, _ = trace
+    local: list[RankResult] = []
+    pipeline = LocalPipeline(Settings(**SETTINGS), partitions=PARTITIONS, on_ranking=local.append)
+    list(pipeline.run(events, finish=False))
+    stage, results = RankStage(ranking_config(Settings(**SETTINGS)), PARTITIONS), []
+    for record, headers in normalised(events).on("ranking-feed"):
+        if isinstance(record, Progress):
+            results += stage.progress(record)
+        elif isinstance(record, TASK_RECORDS):
+            stage.observe(record, source_of(headers))
+        else:
+            stage.add(record)
+    assert len(results) > 60 and any(r.delta is not None for r in results)
+    assert results == local
+
+
+def test_every_valid_task_event_is_on_the_feed_before_its_partitions_mark_past_it(
+    trace: tuple[list[Event], list[str]],
+) -> None:
+    events, _ = trace
+    bad = TaskFinish("j-bad", "t", 0, "node-00", 10, -1, Status.SUCCEEDED)  # a negative duration: invalid
+    feed = normalised([*events[:1000], bad, *events[1000:]]).on("ranking-feed")
+    forwarded = [(i, source_of(headers), record) for i, (record, headers) in enumerate(feed)
+                 if isinstance(record, TASK_RECORDS)]
+    assert [r for _, _, r in forwarded if r.job_id == "j-bad"] == [], "an invalid event is not forwarded"
+    assert sorted(map(repr, (r for _, _, r in forwarded))) == sorted(map(repr, (e for e in events
+                                                                               if isinstance(e, TASK_RECORDS))))
+    sources = [source for _, source, _ in forwarded]
+    assert None not in sources and len(set(sources)) == len(sources), "each names its own place on task-events"
+    marks = [(i, record) for i, (record, _) in enumerate(feed) if isinstance(record, Progress)]
+    assert len(marks) > 40
+    period = 60_000_000
+    for at, mark in marks:
+        boundary = boundary_at_or_before(mark.ts_us, period)
+        late = [r for i, (p, _), r in forwarded if p == mark.partition and r.ts_us < boundary and i > at]
+        assert late == [], f"partition {mark.partition}'s mark past {boundary} came before its events"
+
+
+def test_other_policies_forward_nothing(trace: tuple[list[Event], list[str]]) -> None:
+    feed = normalised(trace[0][:3000], policy="pcores").on("ranking-feed")
+    assert feed and not [r for r, _ in feed if isinstance(r, TASK_RECORDS)]
+
+
+def test_a_stretch_forwarded_again_by_a_restarted_normaliser_changes_nothing(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    feed = normalised(trace[0]).on("ranking-feed")
+    # Killed after a third of the feed, restarted from a checkpoint a tenth before: that tenth comes twice.
+    cut, back = len(feed) // 3, len(feed) // 10
+    deltas, snapshots = ranked(feed[:cut] + feed[cut - back:], monkeypatch)
+    assert (deltas, snapshots[-1]) == expected
+
+
+def test_a_start_forwarded_again_after_its_finish_was_ranked_does_not_reopen_the_task() -> None:
+    """Why a forwarded event carries its place on task-events: the detector is not idempotent. A start seen again
+    after its task's finish was applied would make the task run again (forever, as the detector sees it), and a
+    repeated checkpoint would change its task's projection."""
+    def tasks_after_repeat(source: tuple[int, int] | None) -> list[list[Any]]:
+        stage = RankStage(RankingConfig(policy="running", period_us=60_000_000), partitions=1)
+        start, finish = TaskStart("j", "t", 0, "n1", 1_000_000), TaskFinish("j", "t", 0, "n1", 9_000_000, 8_000_000,
+                                                                             Status.SUCCEEDED)
+        stage.observe(start, (0, 0))
+        stage.observe(finish, (0, 1))
+        stage.progress(Progress(0, 1, 30_000_000))  # the first mark: the ranking starts at the next boundary
+        assert [r.boundary_us for r in stage.progress(Progress(0, 1, 60_000_000))] == [60_000_000]  # finish applied
+        stage.observe(start, source)  # a restarted normaliser forwards it again
+        stage.progress(Progress(0, 1, 120_000_000))
+        return cast(list[list[Any]], stage.ranker.detector.snapshot()["tasks"])
+
+    assert tasks_after_repeat((0, 0)) == [["j", "t", "n1", 1_000_000, 8_000_000]]
+    assert tasks_after_repeat(None) == [["j", "t", "n1", 1_000_000, -1]]  # running again: what the source prevents
+
+
+def test_a_forwarded_record_is_the_bytes_it_was_read_as() -> None:
+    event = TaskCheckpoint("j", "t", 0, "n1", 5_000_000, 4_000_000, {"progress": 0.25})
+    sent = Outbox()
+    host = NormaliseHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    host.take(0, [decode(Raw("task-events", 0, 41, value=codec.encode(event)), TASK_TYPES)])
+    assert [(r, source_of(h)) for r, h in sent.on("ranking-feed") if isinstance(r, TaskCheckpoint)] == [
+        (event, (0, 41))]
