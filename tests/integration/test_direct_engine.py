@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,16 +92,27 @@ def test_a_direct_worker_killed_mid_replay_ends_as_the_clean_run(tmp_path: Path)
     restarted worker resumes from its checkpoints: the deltas, the final snapshot and every node's statistics in
     every window published are the uninterrupted run's."""
     clean = clean_run(SPEC)
+    published, text = killed_a_third_in_and_restarted(tmp_path, SPEC, EVENTS, RATE, clean)
+
+    assert "resumes from its checkpoint" in text, "the restart used the checkpoints"
+    assert_same_end(published, clean)
+
+
+def killed_a_third_in_and_restarted(tmp_path: Path, spec: str, events: int, rate: int, clean: Any,
+                                    wait_s: float = 180) -> tuple[Any, str]:
+    """A direct worker SIGKILLed once a third of ``spec`` (``events`` long, replayed at ``rate`` events/s) was
+    read and a checkpoint committed, while the replay still sends; a second one then runs until what it published
+    settled at ``clean``'s end. What it published, and the workers' log."""
     log = tmp_path / "worker.log"
     first_port, second_port = kafka_local.free_ports(2)
     with fresh_broker(tmp_path / "broker") as bootstrap:
         first = start_worker(bootstrap, tmp_path, log, *DIRECT, "--metrics-port", str(first_port))
-        sender = subprocess.Popen([*LAGGARD, "replay", "--trace", SPEC, "--bootstrap", bootstrap, "--max-rate",
-                                   str(RATE)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sender = subprocess.Popen([*LAGGARD, "replay", "--trace", spec, "--bootstrap", bootstrap, "--max-rate",
+                                   str(rate)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             offsets = CommittedOffsets(bootstrap)
             wait_for(lambda: (counted(first_port, "laggard_events_in_total"), offsets.now()),
-                     lambda read: read[0] >= EVENTS / 3 and bool(read[1]), 180,
+                     lambda read: read[0] >= events / 3 and bool(read[1]), wait_s,
                      "a third of the trace read and a commit (after a checkpoint)", log)
             offsets.close()
             first.send_signal(signal.SIGKILL)
@@ -108,12 +120,10 @@ def test_a_direct_worker_killed_mid_replay_ends_as_the_clean_run(tmp_path: Path)
             assert sender.poll() is None, "the worker was killed while the replay was still sending"
             with running_worker(bootstrap, tmp_path, log, *DIRECT, "--metrics-port", str(second_port)):
                 assert sender.wait(300) == 0
-                published = wait_until_settled(bootstrap, second_port, clean, log, 180)
+                published = wait_until_settled(bootstrap, second_port, clean, log, wait_s)
         finally:
             for process in (first, sender):
                 if process.poll() is None:
                     process.kill()
                     process.wait()
-
-    assert "resumes from its checkpoint" in log.read_text(errors="replace"), "the restart used the checkpoints"
-    assert_same_end(published, clean)
+    return published, log.read_text(errors="replace")

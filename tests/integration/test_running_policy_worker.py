@@ -5,14 +5,11 @@ the worker listed nothing, without a word."""
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from laggard import kafka_local
 from producers.registry import open_trace
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, TaskCheckpoint, TaskFinish, TaskStart
 from streams.kafka_clients import read_to_end
@@ -20,13 +17,11 @@ from streams.serde import codec
 from streams.serde.topics import source_of
 from streams.settings import Settings
 from tests.integration.operations.support import (
-    CommittedOffsets,
     assert_same_end,
     clean_run,
-    counted,
-    wait_until_settled,
 )
-from tests.integration.support import LAGGARD, decoded, fresh_broker, replay, running_worker, start_worker, wait_for
+from tests.integration.support import decoded, fresh_broker, replay, running_worker, wait_for
+from tests.integration.test_direct_engine import killed_a_third_in_and_restarted
 from tests.integration.test_stream_pipeline import PARTITIONS, in_process
 
 # 75 min of a 40-node cluster with checkpoints and failed attempts; three nodes turn 1.8x slow at 40 min.
@@ -80,31 +75,7 @@ def test_a_running_policy_direct_worker_killed_mid_replay_ends_as_the_clean_run(
     snapshot and every node's statistics in every window are the uninterrupted run's."""
     clean = clean_run(SPEC)
     assert clean.snapshot.node_ids, "the clean run lists nodes"
-    log = tmp_path / "worker.log"
-    first_port, second_port = kafka_local.free_ports(2)
-    direct = ("--engine", "direct", "--partitions", str(PARTITIONS))
-    with fresh_broker(tmp_path / "broker") as bootstrap:
-        first = start_worker(bootstrap, tmp_path, log, *direct, "--metrics-port", str(first_port))
-        sender = subprocess.Popen([*LAGGARD, "replay", "--trace", SPEC, "--bootstrap", bootstrap, "--max-rate",
-                                   "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            offsets = CommittedOffsets(bootstrap)
-            wait_for(lambda: (counted(first_port, "laggard_events_in_total"), offsets.now()),
-                     lambda read: read[0] >= EVENTS / 3 and bool(read[1]), 120,
-                     "a third of the trace read and a commit (after a checkpoint)", log)
-            offsets.close()
-            first.send_signal(signal.SIGKILL)
-            first.wait()
-            assert sender.poll() is None, "the worker was killed while the replay was still sending"
-            with running_worker(bootstrap, tmp_path, log, *direct, "--metrics-port", str(second_port)):
-                assert sender.wait(120) == 0
-                published = wait_until_settled(bootstrap, second_port, clean, log, 120)
-        finally:
-            for process in (first, sender):
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-    text = log.read_text(errors="replace")
+    published, text = killed_a_third_in_and_restarted(tmp_path, SPEC, EVENTS, 1000, clean, wait_s=120)
     assert "resumes from its checkpoint" in text, "the restart used the checkpoints"
     assert "forwarded again by a normaliser restarted" in text, "the restart forwarded a stretch again"
     assert_same_end(published, clean)

@@ -35,6 +35,7 @@ class Raw:
     key: bytes = b""
     value: bytes = b""
     timestamp: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class Sent:

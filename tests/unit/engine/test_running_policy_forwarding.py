@@ -6,7 +6,6 @@ nothing is forwarded."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
@@ -35,6 +34,7 @@ from streams.local import LocalPipeline
 from streams.serde import codec
 from streams.serde.topics import source_of
 from streams.settings import Settings
+from tests.unit.engine.test_predict_host import Raw
 
 # 1.5 h of a 20-node cluster, two nodes 3x slow: the running detector lists both after its one-window warm-up.
 TRACE = "synthetic:nodes=20,slow=2,jobs=60,tasks=10-20,interarrival=90,checkpoints=2,seed=1,slowdown=3"
@@ -42,19 +42,6 @@ SETTINGS: dict[str, Any] = {"policy": "running", "ranking_period_s": 60}
 PARTITIONS = 2
 BATCH = 150  # events per poll, a partition's share at a time
 TASK_RECORDS = (TaskStart, TaskCheckpoint, TaskFinish)
-
-
-@dataclass(frozen=True)
-class Raw:
-    """The fields of kafka-python's ConsumerRecord a host reads."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes = b""
-    value: bytes = b""
-    timestamp: int | None = None
-    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 class Outbox:
