@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from streams.errors import BrokerUnavailable
+from streams.errors import BrokerUnavailable, CheckpointTooLarge
 
 # name -> (module, attribute, one-line help shown by `laggard --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> Any:
         where = f": {exc.filename}" if exc.filename else ""
         click.echo(f"Error: {exc.strerror or exc}{where}", err=True)
         sys.exit(1)
-    except BrokerUnavailable as exc:
+    except (BrokerUnavailable, CheckpointTooLarge) as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(1)
 

@@ -26,6 +26,7 @@ from faust.types.auth import CredentialsT
 
 from streams import kafka_clients
 from streams.agents.commit import CommitSafeApp
+from streams.agents.envelope import CHECKPOINT_MAX_BYTES
 from streams.config import ranking_config
 from streams.health import Health, ReadProgress
 from streams.serde import topics as registry
@@ -33,7 +34,6 @@ from streams.settings import Settings
 from streams.wiring import CheckpointTable, Wiring
 
 log = logging.getLogger(__name__)
-CHECKPOINT_MAX_BYTES = 32 * 1024 * 1024
 PRODUCER_LINGER_S = 0.01
 PRODUCER_BATCH_BYTES = 256 * 1024
 

@@ -24,3 +24,8 @@ class BrokerRefused(BrokerUnavailable):
     def __init__(self, bootstrap: str, message: str) -> None:
         self.bootstrap = bootstrap
         RuntimeError.__init__(self, message)
+
+
+class CheckpointTooLarge(RuntimeError):
+    """A stage's checkpoint outgrew the one Kafka record it is saved in; saving it again after a restart would fail
+    the same way, so the worker stops with this line instead of a restartable error."""

@@ -19,8 +19,11 @@ from typing import Any, Protocol
 
 import orjson
 
+from streams.errors import CheckpointTooLarge
+
 log = logging.getLogger(__name__)
 ENVELOPE_FORMAT = 1
+CHECKPOINT_MAX_BYTES = 32 * 1024 * 1024  # a checkpoint is one record: the checkpoint topics' max.message.bytes
 
 
 class Stateful(Protocol):
@@ -32,7 +35,18 @@ class Stateful(Protocol):
 
 
 def pack(state: dict[str, Any], offsets: dict[str, int]) -> bytes:
-    return zlib.compress(orjson.dumps({"format": ENVELOPE_FORMAT, "offsets": offsets, "state": state}), 3)
+    """The envelope's bytes; CheckpointTooLarge past ``CHECKPOINT_MAX_BYTES`` (the broker would refuse the record
+    at every try)."""
+    packed = zlib.compress(orjson.dumps({"format": ENVELOPE_FORMAT, "offsets": offsets, "state": state}), 3)
+    if len(packed) > CHECKPOINT_MAX_BYTES:
+        parts = ", ".join(sorted(state)[:6])
+        raise CheckpointTooLarge(
+            f"a checkpoint of {len(packed) / 2**20:.1f} MiB (compressed; its state holds {parts}) is over the "
+            f"{CHECKPOINT_MAX_BYTES / 2**20:g} MiB one Kafka record may hold, so it cannot be saved. The running "
+            "policy keeps every task of its longest window plus its quiet time in the ranking's checkpoint; a "
+            "catch-up holds the events it waits with. Fewer tasks per window (shorter scales) or more partitions "
+            "for the normalising side bring it under the limit")
+    return packed
 
 
 def unpack(data: bytes | None) -> tuple[dict[str, Any] | None, dict[str, int]]:

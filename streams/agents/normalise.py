@@ -73,7 +73,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         # their place on task-events (the ranking drops what a restart forwards again).
         message = event.message
         outputs.track(await send_raw(wiring.ranking_feed, feed_key, cast(bytes, message.value),  # it decoded
-                                     source_header(message.partition, message.offset)))
+                                     source_header(message.topic, message.partition, message.offset)))
 
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
         stage = slot.state

@@ -20,10 +20,9 @@ from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
-from streams.agents.records import published
+from streams.agents.records import RepeatsLog, published
 from streams.core.events import Progress, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.publication import Publication, PublishedRanking
-from streams.core.rank_stage import REPEATS_DROPPED
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
 from streams.serde.topics import (
@@ -98,6 +97,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         if warning is not None:
             log.warning(warning)
 
+    repeats_log = RepeatsLog()
+
     @app.agent(wiring.ranking_feed, name="rank_nodes")
     async def rank_nodes(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "rank_nodes", wiring.progress):
@@ -114,8 +115,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                             publications += await ranked(slot.state, admitted.record, event, wiring.progress)
                     processed(event, wiring.progress)
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
-                if repeats:
-                    log.info(REPEATS_DROPPED, repeats)
+                repeats_log.dropped(repeats)
                 if slot is None or states.stale(batch[-1]):
                     # Nothing new, or a rebalance overtook the batch (a long ranking gives it time): its events
                     # come again to whoever holds the feed now; this state was forgotten and is not saved.

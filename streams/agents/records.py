@@ -66,3 +66,20 @@ def published(publication: Publication, cluster_id: str) -> list[tuple[str, str,
         log.info("blacklist v%d: +%s -%s", delta.version, [e.node_id for e in delta.added],
                  [e.node_id for e in delta.removed])
     return out
+
+
+class RepeatsLog:
+    """Task events forwarded again (a normaliser restarted from its checkpoint, a rebalance, a producer's retry)
+    and dropped by the ranking as already seen: one line a minute at most, with the count since the last line (a
+    catch-up's stretch comes over many batches)."""
+
+    def __init__(self, every_s: float = 60.0) -> None:
+        self.every_s, self.count, self._next = every_s, 0, 0.0
+
+    def dropped(self, count: int) -> None:
+        self.count += count
+        now = time.monotonic()
+        if self.count and now >= self._next:
+            log.info("%d task events forwarded to the ranking again (a restart, a rebalance or a retry): already "
+                     "seen, dropped", self.count)
+            self.count, self._next = 0, now + self.every_s

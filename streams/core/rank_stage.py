@@ -44,8 +44,6 @@ from streams.core.ranking_config import RankingConfig
 SNAPSHOT_VERSION = 2
 FeedRecord = NodeSummary | NormalizedTask
 TaskRecord = TaskStart | TaskCheckpoint | TaskFinish  # forwarded for a detector that watches tasks
-# What the shells log when ``observe`` dropped repeats (a count): after a restart, not a fault.
-REPEATS_DROPPED = "%d task events forwarded again by a normaliser restarted from its checkpoint: already seen, dropped"
 
 
 def boundary_at_or_before(ts_us: int, period_us: int) -> int:
@@ -76,14 +74,15 @@ class RankStage:
         self._watermarks: dict[int, int] = {}
         self._idle: set[int] = set()
         self._next_boundary: int | None = None
-        self._sources: dict[int, int] = {}  # task-events partition -> offset of the last task event observed
+        self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
+        self.observed = 0  # forwarded task events taken by this process
 
     def add(self, record: FeedRecord | TaskRecord) -> None:
-        """A summary (applied at its boundary), a sample (at the first boundary after its emission time) or a
-        forwarded task event (``observe``)."""
+        """A summary (applied at its boundary) or a sample (at the first boundary after its emission time); a
+        forwarded task event is refused (``observe`` takes it, with its source)."""
         if isinstance(record, TaskStart | TaskCheckpoint | TaskFinish):
-            self.observe(record)
-            return
+            raise TypeError("a forwarded task event goes to observe(event, source): without its source a "
+                            "repeat after a restart would be taken twice")
         self._arrivals += 1
         if isinstance(record, NodeSummary):
             due = record.boundary_us - 1
@@ -93,16 +92,16 @@ class RankStage:
             self._values += 1
         heapq.heappush(self._pending, (due, self._arrivals, record))  # arrival numbers are unique
 
-    def observe(self, event: TaskRecord, source: tuple[int, int] | None = None) -> bool:
+    def observe(self, event: TaskRecord, source: tuple[str, int] | None = None) -> bool:
         """A task event forwarded by the normalising side, to the detector at once (it keeps events until the
-        boundary after them). ``source``: the event's partition and offset on task-events. A normaliser restarted
+        boundary after them). ``source``: where it was read (``topic:partition``) and its offset. A normaliser restarted
         from its checkpoint forwards again what it forwarded since, in the same order: an event at or before the
         last one observed from its partition is such a repeat and is dropped (the detector is not idempotent: a
         repeated start reopens a finished task, a repeated checkpoint changes its projection). Whether it was
         taken.
 
         >>> rank = RankStage(RankingConfig(policy="running"), partitions=2)
-        >>> [rank.observe(TaskStart("j", "t", 0, "n1", 5), (1, offset)) for offset in (7, 8, 8, 3)]
+        >>> [rank.observe(TaskStart("j", "t", 0, "n1", 5), ("task-events:1", offset)) for offset in (7, 8, 8, 3)]
         [True, True, False, False]
         """
         if source is not None:
@@ -111,6 +110,7 @@ class RankStage:
                 return False
             self._sources[partition] = offset
         observe_task(self.ranker.detector, event)
+        self.observed += 1
         return True
 
     def progress(self, mark: Progress) -> list[RankResult]:
@@ -198,7 +198,7 @@ class RankStage:
         self._values = int(state["values"])
         self._watermarks = {int(p): int(ts) for p, ts in state["watermarks"]}
         self._next_boundary = state["next_boundary"]
-        self._sources = {int(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
+        self._sources = {str(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
 
 
 def _record_row(record: FeedRecord) -> tuple[str, list[Any]]:

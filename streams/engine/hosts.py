@@ -22,13 +22,12 @@ from streams.agents.idle_rules import (
     warn_if_flags_may_never_come,
     warn_once_if_waiting,
 )
-from streams.agents.records import dead_letter, published, reason_to_refuse
+from streams.agents.records import RepeatsLog, dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
-from streams.core.rank_stage import REPEATS_DROPPED
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage, RankStage
 from streams.engine.store import Outbox, Slot
@@ -164,7 +163,7 @@ class NormaliseHost(Host[NormalizeStage]):
         with their place on task-events (``source_header``: the ranking drops what a restart forwards again)."""
         raw = item.raw
         self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, raw.value,
-                             registry.source_header(raw.partition, raw.offset))
+                             registry.source_header(raw.topic, raw.partition, raw.offset))
 
     def emit(self, emitted: Emitted) -> None:
         # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
@@ -255,6 +254,7 @@ class RankHost(Host[PublishedRanking]):
         config = ranking_config(settings)
         self.settings, self.cluster_id = settings, settings.cluster_id
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
+        self.repeats = RepeatsLog()
         super().__init__(outbox, lambda _: "rank:0", lambda _: PublishedRanking(RankStage(config, partitions)))
 
     def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:
@@ -282,8 +282,7 @@ class RankHost(Host[PublishedRanking]):
                 publications += ranking.take(record)
         if not admitted:
             return False
-        if repeats:
-            log.info(REPEATS_DROPPED, repeats)
+        self.repeats.dropped(repeats)
         publications += rank_without_idle(self.idle, ranking)
         if publications:
             metrics.RANKING_DURATION.observe(time.perf_counter() - started)

@@ -36,12 +36,12 @@ from kafka.admin import NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from streams import kafka_clients, metrics
+from streams.agents.envelope import CHECKPOINT_MAX_BYTES as CHECKPOINT_MAX_BYTES  # one record per state
 from streams.aiokafka_producer import BrokerStopped
 from streams.serde import codec
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
-CHECKPOINT_MAX_BYTES = 32 * 1024 * 1024  # a checkpoint is one stage's whole state (as streams.app's tables)
 S = TypeVar("S")
 
 

@@ -82,7 +82,7 @@ RANKING_FEED = Topic(
     (ev.NodeSummary, ev.Progress, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint, ev.TaskFinish), 1,
     doc="internal: per-node summaries and progress for the ranking (and task events, for a detector watching them)",
 )
-SOURCE_HEADER = "laggard-source"  # on a forwarded task event: b"PARTITION:OFFSET" on task-events (source_header)
+SOURCE_HEADER = "laggard-source"  # on a forwarded task event: b"TOPIC:PARTITION:OFFSET" it was read at (source_header)
 DEAD_LETTERS = Topic(
     "dead-letters", "original", (ev.DeadLetter,), None, doc="records that failed to decode or validate"
 )
@@ -108,22 +108,24 @@ def topic_for(record: Any) -> Topic:
 KeyFunction = Callable[[Any], str]
 
 
-def source_header(partition: int, offset: int) -> list[tuple[str, bytes]]:
-    """The header of a task event forwarded to ``ranking-feed``: its partition and offset on ``task-events``, by
-    which the ranking drops what a restarted normaliser forwards again (``RankStage.observe``).
+def source_header(topic: str, partition: int, offset: int) -> list[tuple[str, bytes]]:
+    """The header of a task event forwarded to ``ranking-feed``: where it was read (the normaliser reads task-events
+    and job-events, and takes a task event from either), by which the ranking drops what a restarted normaliser
+    forwards again (``RankStage.observe``).
 
-    >>> source_of(source_header(3, 1234))
-    (3, 1234)
+    >>> source_of(source_header("task-events", 3, 1234))
+    ('task-events:3', 1234)
     """
-    return [(SOURCE_HEADER, b"%d:%d" % (partition, offset))]
+    return [(SOURCE_HEADER, b"%s:%d:%d" % (topic.encode(), partition, offset))]
 
 
-def source_of(headers: Any) -> tuple[int, int] | None:
-    """The (partition, offset) a forwarded task event names (``source_header``); None without the header.
-    ``headers``: kafka-python's list of (name, value) pairs, or a mapping (Faust gives either)."""
+def source_of(headers: Any) -> tuple[str, int] | None:
+    """The source partition (``topic:partition``) and offset a forwarded task event names (``source_header``);
+    None without the header. ``headers``: kafka-python's list of (name, value) pairs, or a mapping (Faust gives
+    either)."""
     pairs = headers.items() if hasattr(headers, "items") else headers or ()
     for name, value in pairs:
         if name == SOURCE_HEADER:
-            partition, offset = bytes(value).split(b":")
-            return int(partition), int(offset)
+            source, offset = bytes(value).rsplit(b":", 1)
+            return source.decode(), int(offset)
     return None

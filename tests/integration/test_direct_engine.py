@@ -100,9 +100,10 @@ def test_a_direct_worker_killed_mid_replay_ends_as_the_clean_run(tmp_path: Path)
 
 def killed_a_third_in_and_restarted(tmp_path: Path, spec: str, events: int, rate: int, clean: Any,
                                     wait_s: float = 180) -> tuple[Any, str]:
-    """A direct worker SIGKILLed once a third of ``spec`` (``events`` long, replayed at ``rate`` events/s) was
-    read and a checkpoint committed, while the replay still sends; a second one then runs until what it published
-    settled at ``clean``'s end. What it published, and the workers' log."""
+    """A direct worker SIGKILLed once it had read records as many as a third of ``spec``'s ``events`` (on any
+    topic: with a policy that forwards task events, ranking-feed's count too) and committed a checkpoint, while
+    the replay (at ``rate`` events/s) still sends; a second one then runs until what it published settled at
+    ``clean``'s end. What it published, and the workers' log."""
     log = tmp_path / "worker.log"
     first_port, second_port = kafka_local.free_ports(2)
     with fresh_broker(tmp_path / "broker") as bootstrap:

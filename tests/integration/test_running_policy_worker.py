@@ -62,7 +62,8 @@ def test_a_running_policy_worker_lists_the_slow_nodes_as_the_in_process_runner_d
         feed = list(read_to_end(Settings(bootstrap_servers=bootstrap), "ranking-feed"))
     forwarded = [source_of(r.headers) for r in feed if isinstance(codec.decode(r.value), TASK_RECORDS)]
     tasks = sum(isinstance(e, TASK_RECORDS) for e in open_trace(SPEC))
-    assert len(set(forwarded)) == len(forwarded) == tasks, "each task event forwarded once, with its place"
+    # each task event forwarded with its own place (a start-up rebalance may forward a stretch again: dropped)
+    assert None not in forwarded and len(set(forwarded)) == tasks
     assert sorted(e.node_id for d in deltas for e in d.added) == truth["slow_nodes"]
     assert deltas == local_deltas, "the same deltas: versions, entries, their statistics and reasons"
     assert snapshots[-1] == local_final
@@ -77,5 +78,5 @@ def test_a_running_policy_direct_worker_killed_mid_replay_ends_as_the_clean_run(
     assert clean.snapshot.node_ids, "the clean run lists nodes"
     published, text = killed_a_third_in_and_restarted(tmp_path, SPEC, EVENTS, 1000, clean, wait_s=120)
     assert "resumes from its checkpoint" in text, "the restart used the checkpoints"
-    assert "forwarded again by a normaliser restarted" in text, "the restart forwarded a stretch again"
+    assert "forwarded to the ranking again" in text, "the restart forwarded a stretch again, and it was dropped"
     assert_same_end(published, clean)

@@ -61,6 +61,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,7 @@ from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, T
 SNAPSHOT_VERSION = 2
 _PPM_BITS = 20  # a buffered checkpoint holds elapsed_us << 20 | progress in millionths
 _START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
+_TIE_ORDER = operator.itemgetter(0, 1, 3, 4, 2)  # a buffered event: time, kind, job, task, then arrival
 
 
 class RunningTaskDetector:
@@ -162,8 +164,14 @@ class RunningTaskDetector:
     # --- state ------------------------------------------------------------------------------------------------
 
     def _apply_before(self, end: int) -> None:
+        due = []
         while self._buffer and self._buffer[0][0] < end:
-            ts, kind, _, job, task, node, duration = heapq.heappop(self._buffer)
+            due.append(heapq.heappop(self._buffer))
+        # Events of one time in an order that does not depend on their arrival: a Kafka worker's ranking gets the
+        # partitions' events interleaved otherwise than a trace gives them, and the table's row order decides the
+        # order of its float sums. Arrival (seq) decides only among one task's own events, from one partition.
+        due.sort(key=_TIE_ORDER)
+        for ts, kind, _, job, task, node, duration in due:
             if kind == _START:
                 self._table.put(job, task, node, ts, -1)
             elif kind == _CHECK:
