@@ -4,13 +4,16 @@ The machine is noisy and shared: a figure is only worth comparing with one measu
 broker of its own, pre-loads the first ``N`` Google task/job events once (2 partitions, as the bench's Kafka
 stage), measures the raw consume rate (kafka-python, no decoding), then runs each variant's ``DirectWorker`` in a
 subprocess of its own (a fresh consumer group each time), ``rounds`` times in turn, until its consumer has read
-every record. A variant is a source tree (``PYTHONPATH``: main's code beside a branch's) and optional
-assignments to module constants (``streams.engine.worker.BATCH_MAX=10000``) or settings of its worker
+every record and, for a role that ranks, the ranking has read every progress mark the worker sent (as
+``worker_floor``: stopping once the inputs are read left a catch-up's last rankings in or out by how the client
+happened to interleave the topics, and librdkafka interleaves them otherwise than kafka-python).
+A variant is a source tree (``PYTHONPATH``: main's code beside a branch's) and optional assignments
+to module constants (``streams.engine.worker.BATCH_MAX=10000``) or settings of its worker
 (``LAGGARD_WORKER_ROLE=statistics``: in its environment, as written); ``TREE:EXTRA`` puts a directory of
-extra packages after the tree on the path. A variant is done when every record was read by the stage that
-read most of them (the normalising one; the predicting one of a prediction-role worker). One JSON document on
+extra packages after the tree on the path. Every record counts as read when the stage that reads most of them
+(the normalising one; the predicting one of a prediction-role worker) has read it. One JSON document on
 stdout: per variant the median events per wall second and per CPU second of the worker process, and their share of the
-raw consume rate; progress on stderr.
+raw consume rate (wall by wall, CPU by the raw reader's CPU); progress on stderr.
 
     python -m laggard.bench.direct_ab [--events N] [--rounds R] TREE[,MODULE.NAME=VALUE...] ...
 """
@@ -50,23 +53,32 @@ for name, value in config["patch"].items():
 from streams.engine.worker import DirectWorker
 settings = Settings(bootstrap_servers=config["bootstrap"], topic_partitions=config["partitions"],
                     app_id=config["app_id"], stall_timeout_s=0.0)
-def read_so_far():
-    by_reader = {}
+def so_far():
+    by_reader, fed = {}, 0
     for f in metrics.EVENTS_IN.collect():
         for s in f.samples:
-            if s.name.endswith("_total") and s.labels["reader"] in ("normalise_tasks", "predict_stragglers"):
+            if s.name.endswith("_total"):
                 by_reader[s.labels["reader"]] = by_reader.get(s.labels["reader"], 0) + s.value
-    return max(by_reader.values(), default=0)
+    for f in metrics.EVENTS_OUT.collect():
+        fed += sum(s.value for s in f.samples if s.name.endswith("_total") and s.labels["topic"] == "ranking-feed")
+    read = max(by_reader.get("normalise_tasks", 0), by_reader.get("predict_stragglers", 0))
+    return read, fed, by_reader.get("rank_nodes", 0)
 worker = DirectWorker(settings, config["partitions"])
-def stop_when_read():
-    while read_so_far() < config["events"]:
+ranks = getattr(worker, "rank", None) is not None
+def stop_when_done():
+    while True:
+        read, fed, ranked = so_far()
+        if read >= config["events"] and (not ranks or (fed > 0 and ranked >= fed)):
+            break
         time.sleep(0.05)
-    worker.stopping = True
-threading.Thread(target=stop_when_read, daemon=True).start()
+    worker.stopping = True  # after the batch it is in: the last ranking included
+threading.Thread(target=stop_when_done, daemon=True).start()
 wall, cpu = time.perf_counter(), time.process_time()
 worker.run()
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-print(json.dumps({"wall_s": wall, "cpu_s": cpu}))
+sent = {s.labels["topic"]: s.value for f in metrics.EVENTS_OUT.collect() for s in f.samples
+        if s.name.endswith("_total") and not s.labels["topic"].endswith("-checkpoints")}
+print(json.dumps({"wall_s": wall, "cpu_s": cpu, "outputs": sent}))  # the same work: the same outputs
 """
 
 
@@ -79,7 +91,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     return tree, patch
 
 
-def run_variant(bootstrap: str, tree: str, patch: dict[str, Any], events: int, app_id: str) -> dict[str, float]:
+def run_variant(bootstrap: str, tree: str, patch: dict[str, Any], events: int, app_id: str) -> dict[str, Any]:
     settings = {name: value for name, value in patch.items() if name.startswith("LAGGARD_")}
     patch = {name: value for name, value in patch.items() if name not in settings}
     config = {"bootstrap": bootstrap, "partitions": PARTITIONS, "app_id": app_id, "events": events, "patch": patch}
@@ -89,7 +101,7 @@ def run_variant(bootstrap: str, tree: str, patch: dict[str, Any], events: int, a
                           text=True, timeout=900, cwd=paths[0])
     if done.returncode != 0:
         raise RuntimeError(f"variant {tree} {patch} failed:\n{done.stderr[-3000:]}")
-    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
 
@@ -125,30 +137,45 @@ def main(argv: list[str]) -> None:
     variants = [parse_variant(v) for v in args.variants]
     settings = Settings()
     records = encoded(list(itertools.islice(open_trace(google_events_spec(settings)), args.events)))
-    figures: dict[str, list[dict[str, float]]] = {v: [] for v in args.variants}
+    figures: dict[str, list[dict[str, Any]]] = {v: [] for v in args.variants}
     with tempfile.TemporaryDirectory(prefix="laggard-ab-") as workdir, own_broker(Path(workdir)) as broker:
         own = settings.model_copy(update={"bootstrap_servers": broker.bootstrap, "topic_partitions": PARTITIONS})
         fresh_topics(own, PARTITIONS)
         produce(own, records)
-        raw = [consume(own, len(records))]
-        raw_confluent = [consume_confluent(broker.bootstrap, len(records))]
+        raw: list[float] = []
+        raw_cpu: list[float] = []
+        raw_confluent: list[float | None] = []
+        raw_confluent_cpu: list[float | None] = []
+
+        def read_raw() -> None:  # both clients' raw consume, wall and CPU of this process (the reader alone)
+            started = time.process_time()
+            raw.append(consume(own, len(records)))
+            raw_cpu.append(len(records) / (time.process_time() - started))
+            started = time.process_time()
+            rate = consume_confluent(broker.bootstrap, len(records))
+            raw_confluent.append(rate)
+            raw_confluent_cpu.append(None if rate is None else len(records) / (time.process_time() - started))
+
+        read_raw()
         for round_ in range(args.rounds):
             for name, (tree, patch) in zip(args.variants, variants, strict=True):
                 result = run_variant(broker.bootstrap, tree, patch, len(records), f"ab-{round_}-{time.time_ns()}")
                 say(f"round {round_}: {name}: {len(records) / result['wall_s']:.0f} ev/s wall, "
                     f"{len(records) / result['cpu_s']:.0f} ev/CPU s")
                 figures[name].append(result)
-            raw.append(consume(own, len(records)))
-            raw_confluent.append(consume_confluent(broker.bootstrap, len(records)))
-    raw_rate = statistics.median(raw)
+            read_raw()
+    raw_rate, raw_cpu_rate = statistics.median(raw), statistics.median(raw_cpu)
     out: dict[str, Any] = {"events": len(records), "rounds": args.rounds, "raw_consume_per_s": raw,
-                           "raw_consume_confluent_per_s": raw_confluent,
+                           "raw_consume_per_cpu_s": raw_cpu, "raw_consume_confluent_per_s": raw_confluent,
+                           "raw_consume_confluent_per_cpu_s": raw_confluent_cpu,
                            "load_average": os.getloadavg(), "variants": {}}
     for name, results in figures.items():
         per_wall = statistics.median(len(records) / r["wall_s"] for r in results)
         per_cpu = statistics.median(len(records) / r["cpu_s"] for r in results)
+        # the share in CPU seconds too: on a shared machine wall rates move with the load, CPU rates much less
         out["variants"][name] = {"per_wall_s": per_wall, "per_cpu_s": per_cpu,
-                                 "share_of_raw_consume": per_wall / raw_rate, "runs": results}
+                                 "share_of_raw_consume": per_wall / raw_rate,
+                                 "share_of_raw_consume_cpu": per_cpu / raw_cpu_rate, "runs": results}
     sys.stdout.write(orjson.dumps(out).decode() + "\n")
 
 
