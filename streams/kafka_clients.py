@@ -256,10 +256,11 @@ def _partition_counts(client: KafkaAdminClient, names: list[str]) -> dict[str, i
     return {t["name"]: len(t["partitions"]) for t in client.describe_topics(names) if t.get("partitions")}
 
 
-def copartitioning_problem(settings: Settings) -> str | None:
+def copartitioning_problem(settings: Settings, known: dict[str, int] | None = None) -> str | None:
     """One line saying why the co-partitioned topics cannot be read together (their partition counts differ),
-    or None when they can (or some do not exist yet)."""
-    counts = partition_counts(settings, [topic.name for topic in CO_PARTITIONED])
+    or None when they can (or some do not exist yet). ``known``: counts the caller read already (any topics)."""
+    names = [topic.name for topic in CO_PARTITIONED]
+    counts = partition_counts(settings, names) if known is None else {n: known[n] for n in names if n in known}
     if len(set(counts.values())) <= 1:
         return None
     found = " and ".join(f"{name} has {count} partition{'s' * (count != 1)}" for name, count in counts.items())

@@ -27,7 +27,7 @@ def create(bootstrap: str | None, partitions: int | None) -> None:
         parts = counts.get(topic.name, "?")
         policy = "compact" if topic.compacted else "delete"
         click.echo(f"{result[topic.name]:8} {topic.name:24} partitions={parts} cleanup={policy}")
-    problem = kafka_clients.copartitioning_problem(settings)
+    problem = kafka_clients.copartitioning_problem(settings, counts)
     if problem:
         click.echo(f"warning: {problem}", err=True)
 

@@ -23,7 +23,7 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
-from streams.core.events import Event, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.events import Event, TaskEvent
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage
 from streams.serde import codec
@@ -94,7 +94,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
                     if admitted is not None:
-                        if forwards and isinstance(admitted.record, TaskStart | TaskCheckpoint | TaskFinish):
+                        if forwards and isinstance(admitted.record, TaskEvent):
                             await forward(event)
                         by_partition.setdefault(admitted.slot.partition, (admitted.slot, []))[1].append(admitted.record)
                 for slot, events in by_partition.values():

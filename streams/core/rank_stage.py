@@ -32,9 +32,7 @@ from streams.core.events import (
     NodeSummary,
     NormalizedTask,
     Progress,
-    TaskCheckpoint,
-    TaskFinish,
-    TaskStart,
+    TaskEvent,
 )
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
@@ -43,7 +41,6 @@ from streams.core.ranking_config import RankingConfig
 # 2: summaries beside single samples (issue 18); an older snapshot means a cold start.
 SNAPSHOT_VERSION = 2
 FeedRecord = NodeSummary | NormalizedTask
-TaskRecord = TaskStart | TaskCheckpoint | TaskFinish  # forwarded for a detector that watches tasks
 
 
 def boundary_at_or_before(ts_us: int, period_us: int) -> int:
@@ -77,10 +74,10 @@ class RankStage:
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
 
-    def add(self, record: FeedRecord | TaskRecord) -> None:
+    def add(self, record: FeedRecord | TaskEvent) -> None:
         """A summary (applied at its boundary) or a sample (at the first boundary after its emission time); a
         forwarded task event is refused (``observe`` takes it, with its source)."""
-        if isinstance(record, TaskStart | TaskCheckpoint | TaskFinish):
+        if isinstance(record, TaskEvent):
             raise TypeError("a forwarded task event goes to observe(event, source): without its source a "
                             "repeat after a restart would be taken twice")
         self._arrivals += 1
@@ -92,7 +89,7 @@ class RankStage:
             self._values += 1
         heapq.heappush(self._pending, (due, self._arrivals, record))  # arrival numbers are unique
 
-    def observe(self, event: TaskRecord, source: tuple[str, int] | None = None) -> bool:
+    def observe(self, event: TaskEvent, source: tuple[str, int] | None = None) -> bool:
         """A task event forwarded by the normalising side, to the detector at once (it keeps events until the
         boundary after them). ``source``: where it was read (``topic:partition``) and its offset. A normaliser restarted
         from its checkpoint forwards again what it forwarded since, in the same order: an event at or before the
@@ -101,6 +98,7 @@ class RankStage:
         taken.
 
         >>> rank = RankStage(RankingConfig(policy="running"), partitions=2)
+        >>> from streams.core.events import TaskStart
         >>> [rank.observe(TaskStart("j", "t", 0, "n1", 5), ("task-events:1", offset)) for offset in (7, 8, 8, 3)]
         [True, True, False, False]
         """

@@ -24,7 +24,7 @@ from streams.agents.idle_rules import (
 )
 from streams.agents.records import RepeatsLog, dead_letter, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
-from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.events import Event, StragglerPrediction, TaskEvent
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
@@ -139,7 +139,7 @@ class NormaliseHost(Host[NormalizeStage]):
                     self.dead_letter(item)
                 else:
                     events.append(item.record)
-                    if self.forwards and isinstance(item.record, TaskStart | TaskCheckpoint | TaskFinish):
+                    if self.forwards and isinstance(item.record, TaskEvent):
                         self.forward(item)
         if not events:
             return False
@@ -276,7 +276,7 @@ class RankHost(Host[PublishedRanking]):
                 continue
             admitted = True
             record = item.record
-            if isinstance(record, TaskStart | TaskCheckpoint | TaskFinish):
+            if isinstance(record, TaskEvent):
                 repeats += not ranking.stage.observe(record, registry.source_of(item.raw.headers))
             else:
                 publications += ranking.take(record)
