@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from laggard.commands.options import bootstrap_option, settings_with
+from laggard.commands.options import bootstrap_option, policies_epilog, policy_option, settings_with
 from laggard.errors import UserError
 from streams import kafka_clients
 from streams.health import Health
@@ -20,7 +20,7 @@ from streams.serde.topics import TASK_EVENTS
 from streams.settings import Settings
 
 
-@click.command()
+@click.command(epilog=policies_epilog())
 @bootstrap_option
 @click.option("--partitions", type=click.IntRange(1), default=None,
               help="Partitions of task-events when the worker creates it [default: setting "
@@ -43,22 +43,26 @@ from streams.settings import Settings
               help="What this worker runs (direct engine): all; statistics (normalise, rank, publish; no "
                    "prediction); prediction (straggler predictions only, in its own consumer group "
                    "<app_id>-predict, so it scales and deploys apart) [default: setting LAGGARD_WORKER_ROLE, all]")
+@policy_option
 @click.option("--restart-on-stall", is_flag=True,
               help="Run the worker as a child and start it again whenever it ends itself for want of progress "
                    "(LAGGARD_STALL_TIMEOUT_S); without it, a supervisor (Kubernetes, compose, systemd) restarts it.")
 def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None, settings_file: Path | None,
            loglevel: str, web_port: int | None, metrics_port: int | None, engine: str | None,
-           role: str | None, restart_on_stall: bool) -> None:
+           role: str | None, policy: str | None, restart_on_stall: bool) -> None:
     """Run the stream worker: normalise finished tasks, rank nodes each period of event time, and publish
     node scores, blacklist deltas and snapshots. Stop it with SIGTERM or Ctrl-C.
 
     Scale out by starting more workers with the same settings: the normalising stage spreads over the
     partitions of task-events; the ranking runs on one of them. With --engine direct, prediction can run
     apart: statistics workers with --role statistics, prediction workers with --role prediction.
+
+    A policy whose detector watches running tasks (running) has every task event forwarded to the ranking:
+    about 2.5x the worker's CPU of pcores (docs/scenarios.md).
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
                              cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port, engine=engine,
-                             worker_role=role)
+                             worker_role=role, policy=policy)
     if settings.worker_role != "all" and settings.engine != "direct":
         raise UserError(f"--role {settings.worker_role} needs --engine direct (the Faust worker runs every role)")
     if settings.worker_role == "prediction" and settings.prediction_method == "off":

@@ -37,3 +37,23 @@ def test_an_unset_idle_timeout_follows_the_window(window: float, wait: bool, exp
     settings = Settings(window_size_s=window, wait_for_job_events=wait)
     assert settings.job_idle_timeout_s == expected
     assert "job_idle_timeout_s" not in settings.model_fields_set  # `laggard run` can still tell it was not chosen
+
+
+def test_the_policy_option_wins_over_the_setting_and_reaches_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`laggard worker --policy running` (docs/scenarios.md's command) runs the running policy, whatever
+    LAGGARD_POLICY says; stopped at the broker check (a stand-in records the settings, no broker here)."""
+    from laggard.commands import worker as command
+    from laggard.errors import UserError
+
+    seen: list[Settings] = []
+
+    def stop_at_broker(settings: Settings, timeout_s: float) -> None:
+        seen.append(settings)
+        raise UserError("no broker in a unit test")
+
+    monkeypatch.setenv("LAGGARD_POLICY", "pcores")
+    monkeypatch.setattr(command.kafka_clients, "wait_for_broker", stop_at_broker)
+    result = CliRunner().invoke(cli, ["worker", "--bootstrap", "127.0.0.1:1", "--policy", "running"])
+    assert result.exit_code == 1 and [s.policy for s in seen] == ["running"]
+    refused = CliRunner().invoke(cli, ["worker", "--policy", "no-such"])
+    assert refused.exit_code == 2 and "'no-such' is not one of" in refused.stderr
