@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("laggard.commands.eval", "eval_", "Evaluate straggler prediction methods on a trace."),
     "simulate": ("laggard.commands.simulate", "simulate_", "Measure the job time saved by relaunching flagged tasks."),
     "replay": ("laggard.commands.replay", "replay", "Replay a trace as task events to Kafka or stdout."),
-    "worker": ("laggard.commands.worker", "worker", "Run the Faust stream worker on Kafka."),
+    "worker": ("laggard.commands.worker", "worker", "Run the stream worker on Kafka (Faust or direct engine)."),
     "adapter": ("laggard.commands.adapter", "adapter", "Apply blacklist deltas to a scheduler."),
     "topics": ("laggard.commands.topics", "topics", "Manage laggard's Kafka topics."),
     "kafka": ("laggard.commands.kafka", "kafka", "Run a local Kafka broker (development, tests, CI)."),
