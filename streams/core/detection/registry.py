@@ -132,7 +132,8 @@ def running_detector(config: RankingConfig) -> RunningTaskDetector:
                                warmup_us=window, z_release=RUNNING_Z_RELEASE_FAST if fast else RUNNING_Z_RELEASE,
                                release_tasks=max(RUNNING_RELEASE_TASKS, config.min_tasks),
                                period_us=config.period_us, release_information=RUNNING_RELEASE_INFORMATION,
-                               min_ratio=RUNNING_MIN_RATIO)
+                               min_ratio=RUNNING_MIN_RATIO if config.running_min_ratio is None
+                               else config.running_min_ratio)
 
 
 def noop_detector(config: RankingConfig) -> NoopDetector:

@@ -81,3 +81,15 @@ def test_the_shipped_detector_carries_the_floor() -> None:
     det = DETECTORS.get("running")(RankingConfig(policy="running", period_us=MIN))
     assert isinstance(det, RunningTaskDetector)
     assert det.min_ratio == RUNNING_MIN_RATIO
+
+
+def test_the_setting_overrides_the_floor_and_1_turns_it_off() -> None:
+    from streams.config import ranking_config
+    from streams.settings import Settings
+
+    for value, expected in ((1.0, 1.0), (1.3, 1.3)):
+        config = ranking_config(Settings(policy="running", running_min_ratio=value))
+        det = DETECTORS.get("running")(config)
+        assert isinstance(det, RunningTaskDetector) and det.min_ratio == expected
+    with pytest.raises(ValueError, match="running_min_ratio"):
+        RankingConfig(running_min_ratio=0.9)
