@@ -45,6 +45,7 @@ def ranking_config(settings: Settings) -> RankingConfig:
         mlna_sub_periods=settings.mlna_period,
         mlna_classifier=settings.mlna_classifier,
         mlna_threshold=settings.mlna_threshold,
+        running_min_ratio=settings.running_min_ratio,
     )
 
 

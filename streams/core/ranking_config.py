@@ -46,6 +46,8 @@ class RankingConfig:
     mlna_sub_periods: int = 30
     mlna_classifier: str = "forest"
     mlna_threshold: float = 0.4
+    # The running detector's floor in duration terms (None: its tuned default; 1.0: off).
+    running_min_ratio: float | None = None
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -79,6 +81,8 @@ class RankingConfig:
             return "mlna_sub_period_us and mlna_sub_periods must be positive"
         if not 0.0 <= self.mlna_threshold <= 1.0:
             return f"mlna_threshold must be in [0, 1], got {self.mlna_threshold}"
+        if self.running_min_ratio is not None and not self.running_min_ratio >= 1.0:
+            return f"running_min_ratio must be at least 1.0 (off) or None, got {self.running_min_ratio}"
         both = set(self.allow_list) & set(self.deny_list)
         if both:
             return f"nodes on both the allow-list and the deny-list: {', '.join(sorted(both))}"

@@ -16,9 +16,12 @@ from typing import Any
 from streams.core.detection.scales import MINUTE_US, Scale
 
 
-def look_identity(scale: Scale, z: float, min_effect: float, min_tasks: int) -> tuple[Any, ...]:
-    """What a pass over ``scale`` means, at the z and effect levels it is judged at and the tasks it needs."""
-    return (scale.window_us, float(z), scale.every_us, scale.spread, float(min_effect), min_tasks)
+def look_identity(scale: Scale, z: float, min_effect: float, min_tasks: int, min_ratio: float = 1.0
+                  ) -> tuple[Any, ...]:
+    """What a pass over ``scale`` means, at the z, effect and duration-ratio levels it is judged at and the tasks it
+    needs (a ratio floor of 1.0, off, keeps the identity counters had before there was one)."""
+    ratio = () if min_ratio <= 1.0 else (float(min_ratio),)
+    return (scale.window_us, float(z), scale.every_us, scale.spread, float(min_effect), min_tasks, *ratio)
 
 
 class PassingLooks:

@@ -68,7 +68,7 @@ from typing import Any
 import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
-from streams.core.detection.censored import node_spread, task_scores
+from streams.core.detection.censored import log_ratios, node_spread, task_scores
 from streams.core.detection.looks import PassingLooks, look_identity
 from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
@@ -91,7 +91,7 @@ class RunningTaskDetector:
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
                  min_job_tasks: int = 4, quiet_us: int = 60 * MINUTE_US, warmup_us: int = 0,
                  release_tasks: int | None = None, min_progress: float = 0.1, recent_rate: bool = True,
-                 period_us: int | None = None, release_information: float = 0.0) -> None:
+                 period_us: int | None = None, release_information: float = 0.0, min_ratio: float = 1.0) -> None:
         if not scales:
             raise ValueError("the running-task detector needs at least one scale")
         self.scales = tuple(sorted(scales, key=lambda s: (s.window_us, s.min_effect or 0.0, s.z or 0.0)))
@@ -103,6 +103,7 @@ class RunningTaskDetector:
         self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
         self.recent_rate = recent_rate
         self.period_us = period_us  # boundaries this far apart (None: unknown); see ``looks_at``
+        self.min_ratio = min_ratio  # a passing look's tasks run at least this many times their siblings' durations
         self._projected: dict[tuple[str, str], int] = {}  # running task -> the duration its last checkpoint projects
         self._reported: dict[tuple[str, str], tuple[int, float]] = {}  # running task -> its last (elapsed, progress)
         self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
@@ -236,6 +237,7 @@ class RunningTaskDetector:
         times = np.where(finished, durations, np.where(projected > 0, np.maximum(projected, end - starts),
                                                        end - starts))
         x, v, past = task_scores(jobs, starts, times, known, end)
+        scaled = log_ratios(jobs, times, known, x)  # contributions in log duration (``Tally.ratio``)
         names = self._table.node_names
         since = np.array([self._since.get(node, -1) for node in names], dtype=np.int64)
         usable = (np.bincount(jobs)[jobs] >= self.min_job_tasks) & (starts >= since[nodes])
@@ -246,13 +248,14 @@ class RunningTaskDetector:
             columns.append((np.bincount(nodes[mask], minlength=m), np.bincount(nodes[mask & ~finished], minlength=m),
                             np.bincount(nodes[mask & past], minlength=m),
                             np.bincount(nodes[mask], weights=x[mask], minlength=m),
-                            np.bincount(nodes[mask], weights=v[mask], minlength=m)))
+                            np.bincount(nodes[mask], weights=v[mask], minlength=m),
+                            np.bincount(nodes[mask], weights=scaled[mask], minlength=m)))
         seen = np.bincount(nodes[usable & (starts >= end - self.scales[-1].window_us)], minlength=m)
         out: dict[str, list[Tally]] = {}
         for i, node in enumerate(names):
             if seen[i] or node in self._effect:
-                out[node] = [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]))
-                             for c in columns]
+                out[node] = [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]),
+                                   float(c[5][i])) for c in columns]
         return out
 
     # --- judgement --------------------------------------------------------------------------------------------
@@ -260,9 +263,16 @@ class RunningTaskDetector:
     def _clearly_slow(self, scale: Scale, tally: Tally, spread: Callable[[], float]) -> bool:
         """Whether one look over ``scale`` passes (``_hits`` says whether the scale lists the node)."""
         z, effect = self._levels(scale)
-        if tally.tasks < self.min_tasks or tally.effect < effect or tally.z < z:
+        if tally.tasks < self.min_tasks or tally.effect < effect or tally.z < z or not self._long_enough(tally):
             return False  # the spread only ever lowers z: no need to estimate it for this node
         return _z(scale, tally, spread() if scale.spread else 0.0) >= z
+
+    def _long_enough(self, tally: Tally) -> bool:
+        """Whether the node's tasks run at least ``min_ratio`` times their siblings' durations (off at 1.0). An
+        effect in job standard deviations is a small slowdown where a job's tasks are alike (issue 21: healthy
+        hardware 1.1x slow is 0.45 job std at Google's spread, 0.19 at the suite's 0.5); HDFS's slow-peer detector
+        and Falcon ask an absolute floor as well. An unknown ratio (NaN) never passes."""
+        return self.min_ratio <= 1.0 or tally.ratio >= self.min_ratio
 
     def _levels(self, scale: Scale) -> tuple[float, float]:
         """The z and the effect a look over ``scale`` must reach (the detector's own where the scale sets none)."""
@@ -308,7 +318,8 @@ class RunningTaskDetector:
                 self._effect[node], self._found[node] = t.effect, end
             z = self._levels(scale)[0]
             against = spread() if scale.spread or needed > 1 else 0.0  # the words say: its looks or the spread
-            return Evidence(node, True, score, _why(scale, t, streak, z, against, looks, needed), still_slow=True)
+            return Evidence(node, True, score, _why(scale, t, streak, z, against, looks, needed, self.min_ratio),
+                            still_slow=True)
         if effect is not None:
             return Evidence(node, False, score, f"still slow: found {effect:+.2f} job std behind, no scale shows it "
                             f"clearly below {self.recovery_ratio * effect:+.2f} yet", still_slow=True)
@@ -364,7 +375,7 @@ class RunningTaskDetector:
     def _identities(self) -> list[tuple[Any, ...]]:
         """Per scale, what a pass over it means: a counter of passing looks carries over only to a scale with the
         same (``look_identity``)."""
-        return [look_identity(s, *self._levels(s), self.min_tasks) for s in self.scales]
+        return [look_identity(s, *self._levels(s), self.min_tasks, self.min_ratio) for s in self.scales]
 
     def restore(self, state: dict[str, Any]) -> None:
         version = state.get("version")

@@ -69,13 +69,15 @@ class Scale:
 @dataclass(frozen=True, slots=True)
 class Tally:
     """One node over one scale: tasks, of which still running and running past their job's median, the sum of
-    contributions and of their null variances."""
+    contributions and of their null variances, and ``scaled``: the sum of their slowdowns in log duration against
+    their jobs' medians (``censored.log_ratios``; NaN: not known), so ``ratio`` is the effect in duration terms."""
 
     tasks: int
     running: int
     past_median: int
     total: float
     information: float
+    scaled: float = math.nan
 
     @property
     def z(self) -> float:
@@ -84,6 +86,12 @@ class Tally:
     @property
     def effect(self) -> float:
         return self.total / self.information if self.information > 0 else 0.0
+
+    @property
+    def ratio(self) -> float:
+        """How many times longer than their job siblings the node's tasks run (exp of the effect in log duration;
+        NaN when not known): independent of how widely a job's task times spread, where ``effect`` is not."""
+        return math.exp(self.scaled / self.information) if self.information > 0 else math.nan
 
     @property
     def stderr(self) -> float:
@@ -101,7 +109,7 @@ def _z(scale: Scale, t: Tally, spread: float) -> float:
 
 
 def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0, looks: int = 1,
-         needed: int = 1) -> str:
+         needed: int = 1, min_ratio: float = 1.0) -> str:
     """``looks``: the scale's consecutive passing looks; with ``needed`` (``Scale.looks_needed``) > 1 the words say
     whether those or the z against the spread (``at_once``) listed the node."""
     period = "period" if streak == 1 else "periods"
@@ -112,9 +120,10 @@ def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0
         how = (f"; {looks} consecutive looks passed" if looks >= needed else
                f"; at once: against the nodes' spread +-{math.sqrt(spread):.2f} z "
                f"{t.z / math.sqrt(1.0 + spread * t.information):.1f} >= {scale.at_once:g}")
+    ratio = f", {t.ratio:.2f}x their durations >= {min_ratio:g}x" if min_ratio > 1.0 else ""
     return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
             f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
-            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g}{how})")
+            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g}{how}{ratio})")
 
 
 def looks_at(end: int, every_us: int, period_us: int | None) -> bool:
