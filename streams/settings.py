@@ -111,7 +111,7 @@ class Settings(BaseSettings):
     mlna_period: int = Field(30, ge=1, description="ML-NA's sub-periods per period ('month')")
     mlna_classifier: Literal["forest", "hgb", "arf"] = Field("forest", description="ML-NA's classifier")
     mlna_threshold: float = Field(0.4, ge=0, le=1, description="ML-NA: P(weak next period) that lists a node")
-    # The running policy's floor in duration terms (issue 21, docs/scenarios.md "Session 12"): None takes the
+    # The running policy's floor in duration terms (issue 21, docs/scenarios.md "Session 13"): None takes the
     # detector's tuned default (streams.core.detection.registry.RUNNING_MIN_RATIO); 1.0 turns the guard off.
     running_min_ratio: float | None = Field(None, ge=1.0, description="policy running: a listed node's tasks run at "
                                             "least this many times their job siblings' durations (None: the default)")

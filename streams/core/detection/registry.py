@@ -114,7 +114,7 @@ RUNNING_AT_ONCE_WINDOW, RUNNING_AT_ONCE_SCAN = 4.3, 4.5
 # (at a 5-minute period a scan lists at its first passing look, the window at its third). Not tuned at other periods
 # (docs/scenarios.md, session 10, later).
 RUNNING_REPEAT_SCAN_US, RUNNING_REPEAT_WINDOW_US = 3 * 60_000_000, 15 * 60_000_000
-# Session 12 (h58, issue 21; offline on tallies of tuning seeds 101+ at task_sigma 0.5 and Google's 0.22,
+# Session 13 (h58, issue 21; offline on tallies of tuning seeds 101+ at task_sigma 0.5 and Google's 0.22,
 # scripts/running_ratio.py): every passing look also needs the node's tasks to run at least 1.18x their job siblings'
 # durations (Tally.ratio; setting running_min_ratio). The largest floor that lost no slow node on any tuning run at
 # either spread (1.2 left 4 more of hetero-1.3x-10pct's 75 1.3x nodes unlisted at 0.22 on seeds 101-105); at 0.22 the
@@ -122,7 +122,7 @@ RUNNING_REPEAT_SCAN_US, RUNNING_REPEAT_WINDOW_US = 3 * 60_000_000, 15 * 60_000_0
 # hetero-wide-2x 19 -> 16; the pipeline on seeds 101-105: 1 of 14), none of hetero-wide-24h's 5: those are the
 # window's lucky highs of 1.1x nodes at 1.24-1.33x over ~20 tasks, which only a floor of 1.35 removed, at the price
 # of 26 of cpu-1.3x's 50 nodes at 0.5. At 0.5 it changes no listing. Reported seeds 1-5: no listing changed at
-# either spread (docs/scenarios.md, session 12).
+# either spread (docs/scenarios.md, session 13).
 RUNNING_MIN_RATIO = 1.18
 
 
