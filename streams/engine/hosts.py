@@ -32,7 +32,7 @@ from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage, RankStage
 from streams.engine.store import Outbox, Slot
-from streams.serde import codec
+from streams.serde import codec, fast_decode
 from streams.serde import topics as registry
 from streams.settings import Settings
 
@@ -59,9 +59,10 @@ class Decoded(NamedTuple):
 
 
 def decode(raw: Any, expected: tuple[type, ...]) -> Decoded:
-    """Decode and validate once; the hosts share the result (the agents decoded once each)."""
+    """Decode and validate once; the hosts share the result (the agents decoded once each). The codec's record or
+    reason, compiled for the event types (``fast_decode``)."""
     try:
-        record = codec.decode(raw.value)
+        record = fast_decode.decode(raw.value)
         reason = reason_to_refuse(record, expected, raw.topic)
     except codec.DecodeError as exc:
         record, reason = None, str(exc)
