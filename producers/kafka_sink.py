@@ -3,7 +3,7 @@
 kafka-python's ``KafkaProducer.send`` costs tens of microseconds of Python per record (partitioner, future,
 accumulator, record builder); on Google parts 0-9 it was 70 % of ``laggard replay``'s CPU (docs/scale.md,
 session 10). Here the replaying thread does per record only a cached (key, partition) look-up, the Avro
-encode (``producers.fast_encode``) and one append to aiokafka's C record-batch builder; the batching, the loop
+encode (``streams.serde.fast_encode``) and one append to aiokafka's C record-batch builder; the batching, the loop
 thread, the back-pressure and the guarantees (idempotent, acks=all, the timeout on a silent broker, every record
 counted, oversized records refused) are ``streams.batch_producer.BatchProducer``'s (the direct worker's outputs
 use it too).
@@ -15,13 +15,12 @@ partitions (streams.partitioning). Order per partition is kept (see streams.batc
 
 from __future__ import annotations
 
-from producers import fast_encode
 from streams import batch_producer, kafka_clients
 from streams.aiokafka_producer import BrokerStopped, aiokafka_options, producer_options
 from streams.batch_producer import BatchProducer
 from streams.core.events import Event, JobFinish, JobStart
 from streams.partitioning import partition_of
-from streams.serde import codec, topics
+from streams.serde import codec, fast_encode, topics
 from streams.settings import Settings
 
 # By measurement (docs/scale.md, session 10): on a local broker no compression costs the least CPU on both

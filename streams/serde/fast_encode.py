@@ -1,15 +1,17 @@
-"""The replayer's Avro encode: the bytes of ``streams.serde.codec.encode``, at less than half its CPU per record.
+"""Compiled Avro encode: the bytes of ``streams.serde.codec.encode``, at about half its CPU per record (the
+replayer's events, the direct worker's outputs).
 
 fastavro's ``schemaless_writer`` costs about 3.5 us a record of set-up (schema look-up, encoder, stream) on top
 of the dict the codec builds first (1.3 us): most of the replayer's encode time on Google's short records. Here
 each record type's writer is compiled once from its schema file into one small function per field; a record is
 its single-object header and the concatenation of its fields. Only the Avro types the events use are compiled
-(string, int, long, boolean, double, enum, and unions of null with one of those); a record type whose schema
-has any other falls back to ``codec.encode`` whole, so a schema change can make this slower, never different.
-So does a record with a value outside what the writers check (a long beyond 64 bits, a bool or an int where a
-double goes, a float where an int goes, anything but an int of 32 bits in a nullable int, ...): the codec
-writes it or raises its own error, so invalid values fail here exactly as they fail there.
-tests/unit/producers/test_fast_encode.py holds it byte for byte to ``codec.encode`` and to ``codec.decode``.
+(string, int, long, boolean, double, enum, unions of null with one of those, and arrays of records made of
+them: the summaries, deltas and snapshots); a record type whose schema has any other falls back to
+``codec.encode`` whole, so a schema change can make this slower, never different. So does a record with a
+value outside what the writers check (a long beyond 64 bits, a bool or an int where a double goes, a float
+where an int goes, anything but an int of 32 bits in a nullable int, ...): the codec writes it or raises its
+own error, so invalid values fail here exactly as they fail there.
+tests/unit/serde/test_fast_encode.py holds it byte for byte to ``codec.encode`` and to ``codec.decode``.
 
 >>> from streams.core.events import JobStart
 >>> from streams.serde import codec
@@ -106,12 +108,31 @@ def _nullable(null_index: int, other_index: int, other: Writer) -> Writer:
     return write
 
 
+def _array(item: Writer) -> Writer:
+    """An Avro array as fastavro writes one: a single block (its count, the items), then the empty block."""
+
+    def write(items: Any) -> bytes:
+        if not items:
+            return b"\x00"
+        return _long(len(items)) + b"".join([item(entry) for entry in items]) + b"\x00"
+
+    return write
+
+
 def _writer(avro_type: Any, in_union: bool = False) -> Writer | None:
     """The writer of one field's type, or None when it is not one this module compiles."""
     if isinstance(avro_type, str):
         return _int if in_union and avro_type == "int" else _PRIMITIVES.get(avro_type)
     if isinstance(avro_type, dict) and avro_type.get("type") == "enum":
         return _enum(list(avro_type["symbols"]))
+    if isinstance(avro_type, dict) and avro_type.get("type") == "array" and not in_union:
+        items = avro_type["items"]  # a record defined here, or the name of one defined before
+        name = items.get("name", "") if isinstance(items, dict) else items
+        item_type = getattr(ev, str(name).rsplit(".", 1)[-1], None)
+        if item_type not in codec.RECORD_TYPES:
+            return None
+        body = _body(item_type, items if isinstance(items, dict) else codec.codec_for(item_type).schema)
+        return None if body is None else _array(body)
     if isinstance(avro_type, list) and len(avro_type) == 2 and "null" in avro_type:
         other_index = 1 - avro_type.index("null")
         other = _writer(avro_type[other_index], in_union=True)
@@ -119,34 +140,47 @@ def _writer(avro_type: Any, in_union: bool = False) -> Writer | None:
     return None
 
 
-def compile_encoder(record_type: type) -> Writer | None:
-    """A function from a record of ``record_type`` to its single-object encoding, or None (use the codec)."""
-    record_codec = codec.codec_for(record_type)
+def _body(record_type: type, schema: Any) -> Writer | None:
+    """The writer of a record's fields in schema order (its body), or None when one is not compiled."""
+    if schema.get("type") != "record" or not hasattr(record_type, "__dataclass_fields__"):
+        return None
     names: list[str] = []
     writers: list[Writer] = []
-    for field in record_codec.schema["fields"]:
+    for field in schema["fields"]:
         writer = _writer(field["type"])
-        if writer is None or field["name"] not in record_type.__dataclass_fields__:  # type: ignore[attr-defined]
+        if writer is None or field["name"] not in record_type.__dataclass_fields__:
             return None
         names.append(field["name"])
         writers.append(writer)
-    header = record_codec.header
     values = attrgetter(*names) if len(names) > 1 else (lambda record: (getattr(record, names[0]),))
 
+    def body(record: Any) -> bytes:
+        return b"".join([write(value) for write, value in zip(writers, values(record), strict=True)])
+
+    return body
+
+
+def compile_encoder(record_type: type) -> Writer | None:
+    """A function from a record of ``record_type`` to its single-object encoding, or None (use the codec)."""
+    record_codec = codec.codec_for(record_type)
+    body = _body(record_type, record_codec.schema)
+    if body is None:
+        return None
+    header = record_codec.header
+
     def encode(record: Any) -> bytes:
-        return header + b"".join([write(value) for write, value in zip(writers, values(record), strict=True)])
+        return header + body(record)
 
     return encode
 
 
-_ENCODERS: dict[type, Writer] = {}
-for _type in (ev.TaskStart, ev.TaskFinish, ev.JobStart, ev.JobFinish, ev.TaskCheckpoint):
-    _ENCODERS[_type] = compile_encoder(_type) or codec.encode
+# Every record type, compiled where its schema allows (a TaskCheckpoint's map is not): the codec otherwise.
+_ENCODERS: dict[type, Writer] = {t: compile_encoder(t) or codec.encode for t in codec.RECORD_TYPES}
 
 
 def encode(record: object) -> bytes:
-    """``codec.encode(record)``, compiled for the event types, the codec itself for every other record and for
-    a value the compiled writers do not check (the codec writes it or raises its own error)."""
+    """``codec.encode(record)``, compiled for the record types, the codec itself for a type it does not compile
+    and for a value the compiled writers do not check (the codec writes it or raises its own error)."""
     writer = _ENCODERS.get(record.__class__)
     if writer is None:
         return codec.encode(record)
