@@ -293,11 +293,15 @@ class RankHost(Host[PublishedRanking]):
         if not admitted:
             return False
         self.repeats.dropped(repeats)
-        publications += rank_without_idle(self.idle, ranking)
+        # A ranking made without an idle partition hangs on the wall clock: a restart would not make it again from
+        # the log (the partition's marks are there by then), so it is checkpointed at once, as tick()'s are.
+        without_idle = rank_without_idle(self.idle, ranking)
+        publications += without_idle
         if publications:
             metrics.RANKING_DURATION.observe(time.perf_counter() - started)
         self.publish(ranking, publications, noted)
-        return (bool(publications) and self._published_due()) or slot.held >= RANK_CHECKPOINT_EVERY
+        return (bool(without_idle) or (bool(publications) and self._published_due())
+                or slot.held >= RANK_CHECKPOINT_EVERY)
 
     def _published_due(self) -> bool:
         """A publication makes the checkpoint due when the last one it made due is ``checkpoint_min_s`` old."""
@@ -330,6 +334,7 @@ class RankHost(Host[PublishedRanking]):
     def forget(self) -> None:
         self.slots.clear()
         self.idle.clear()
+        self._last_due = -math.inf  # a ranking assigned here again checkpoints its first publication
 
 
 # What each topic may carry (streams.wiring's, without importing Faust's types with it).

@@ -110,3 +110,28 @@ def test_every_publication_checkpoints_when_they_are_further_apart_than_the_inte
     monkeypatch.setattr(hosts, "RANK_CHECKPOINT_MIN_S", 0.5)
     run = Run(feed, clock, monkeypatch)
     assert run.dues == run.published and any(run.dues)  # the former rule: every publication
+
+
+def test_a_ranking_made_without_an_idle_partition_is_checkpointed_at_once(
+    feed: list[Decoded], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found in review: a ranking made because a normalising partition was declared idle depends on the wall
+    clock, so a restart would not make it again from the log (the partition's marks are there by then) and the
+    next delta would be computed against another blacklist. Such a take checkpoints even within the interval."""
+    clock = Clock()
+    monkeypatch.setattr(hosts.time, "monotonic", clock)
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
+    only_zero = [item for item in feed if getattr(item.record, "partition", 0) == 0]  # partition 1 falls silent
+    host = RankHost(Settings(**SETTINGS, idle_stream_timeout_s=2), PARTITIONS, Outbox())  # type: ignore[arg-type]
+    host.idle._clock = clock  # the engine's idle clock on the same fake wall clock
+    host.load({0}, {})
+    idle_takes = []
+    for start in range(0, len(only_zero), POLL):
+        clock.now += 1.0
+        sent_before = len(host.outbox.records)  # type: ignore[attr-defined]
+        host._last_due = clock.now  # a publication checkpointed just now: the interval never ends here
+        due = host.take(only_zero[start:start + POLL], lambda: None)
+        if len(host.outbox.records) > sent_before:  # type: ignore[attr-defined]
+            idle_takes.append(due)
+    assert idle_takes, "partition 1's silence let the ranking publish"
+    assert all(idle_takes), "every take that ranked without the idle partition made its checkpoint due"
