@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from running_levels import _scenario
-from running_spread import DEFAULT, ESTIMATORS, SHIPPED, _score, first_listing, spread_z
+from running_spread import DEFAULT, ESTIMATORS, SHIPPED, _score, first_listing, spread_z, table_cell
 
 FLOORS = (1.0, 1.05, 1.08, 1.1, 1.12, 1.15, 1.18, 1.2, 1.25)
 
@@ -63,14 +63,7 @@ def main(folder: Path, floors: tuple[float, ...], halves: bool, chance: bool) ->
         print("| ratio floor | " + " | ".join(f"{s} ({counts[s]})" if counts[s] else s for s in scenarios) + " |")
         print("|---" * (len(scenarios) + 1) + "|")
         for floor in floors:
-            cells = []
-            for s in scenarios:
-                row = table[(half, s, floor)]
-                cell = f"{len(row['chance'])}"
-                if counts[s]:
-                    delay = f" ({np.median(row['delay']):.0f})" if row["delay"] else ""
-                    cell += f" / {len(row['never'])}{delay}"
-                cells.append(cell)
+            cells = [table_cell(table[(half, s, floor)], bool(counts[s])) for s in scenarios]
             print(f"| {floor:g} | " + " | ".join(cells) + " |")
 
 

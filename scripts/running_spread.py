@@ -347,15 +347,19 @@ def _markdown(table: dict[tuple[str, str], dict[str, list[float]]], scenarios: l
     print("| rule | " + " | ".join(f"{s} ({len(counts[s])})" if counts[s] else s for s in scenarios) + " |")
     print("|---" * (len(scenarios) + 1) + "|")
     for rule_name in sorted({r for r, _ in table}, key=lambda r: (r != "plain", r != f"shipped, {DEFAULT}", r)):
-        cells = []
-        for scenario in scenarios:
-            row = table.get((rule_name, scenario), {"chance": [], "never": [], "delay": []})
-            cell = f"{len(row['chance'])}"
-            if counts[scenario]:
-                delay = f" ({np.median(row['delay']):.0f})" if row["delay"] else ""
-                cell += f" / {len(row['never'])}{delay}"
-            cells.append(cell)
+        cells = [table_cell(table.get((rule_name, scenario), {"chance": [], "never": [], "delay": []}),
+                            bool(counts[scenario])) for scenario in scenarios]
         print(f"| {rule_name} | " + " | ".join(cells) + " |")
+
+
+def table_cell(row: dict, faulty: bool) -> str:
+    """One cell of the markdown tables: chance listings, and on a faulty scenario the slow nodes never listed
+    with the median minutes from onset to listing (also scripts/running_ratio.py's)."""
+    cell = f"{len(row['chance'])}"
+    if faulty:
+        delay = f" ({np.median(row['delay']):.0f})" if row["delay"] else ""
+        cell += f" / {len(row['never'])}{delay}"
+    return cell
 
 
 if __name__ == "__main__":
