@@ -210,6 +210,11 @@ class IdleClock:
             known.clear()
 
 
+def earliest_due(*clocks: IdleClock) -> float:
+    """When the earliest grace of ``clocks`` ends (``IdleClock.due``); inf when none runs."""
+    return min((due for due in (clock.due() for clock in clocks) if due is not None), default=math.inf)
+
+
 class WaitsForJobEvents(Protocol):
     """A stage that holds task events until its partition's job stream passes their time (``NormalizeStage``,
     ``PredictStage``)."""
@@ -231,8 +236,8 @@ def job_stream_overdue(idle: IdleClock, stage: WaitsForJobEvents, held: str, sen
         return False
     if idle.why == "caught up":  # the usual live case (a job stream quiet for a moment): said once, no warning
         log.log(logging.DEBUG if stage.partition in idle.told else logging.INFO,
-                "partition %d: job-events read to their end and silent for %.2f s; %s without them until the next "
-                "one (LAGGARD_CAUGHT_UP_GRACE_S; said once)", stage.partition, idle.grace_s, held)
+                "partition %d: job-events read to their end and silent for %.2f s; not waited for, to let %s, "
+                "until their next event (LAGGARD_CAUGHT_UP_GRACE_S; said once)", stage.partition, idle.grace_s, held)
         idle.told.add(stage.partition)
         return True
     log.warning("partition %d: no job event let %s for %.0f s; they no longer wait for job-events until the "

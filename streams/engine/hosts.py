@@ -8,7 +8,6 @@ A host holds one ``Slot`` per source partition it was assigned (the ranking: par
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -318,13 +317,6 @@ class RankHost(Host[PublishedRanking]):
     def forget(self) -> None:
         self.slots.clear()
         self.idle.clear()
-
-
-def grace_due(*hosts: NormaliseHost | PredictHost | None) -> float:
-    """When the earliest grace of a caught-up job stream of ``hosts`` ends (``IdleClock.due``), on
-    time.monotonic; inf when none runs."""
-    dues = [host.idle.due() for host in hosts if host is not None]
-    return min((due for due in dues if due is not None), default=math.inf)
 
 
 # What each topic may carry (streams.wiring's, without importing Faust's types with it).

@@ -31,18 +31,9 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
-from streams.agents.idle_rules import Backlog
+from streams.agents.idle_rules import Backlog, earliest_due
 from streams.batch_producer import BatchProducer
-from streams.engine.hosts import (
-    FEED_TYPES,
-    TASK_TYPES,
-    Decoded,
-    NormaliseHost,
-    PredictHost,
-    RankHost,
-    decode,
-    grace_due,
-)
+from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.rebalance import Rebalance
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
 from streams.engine.view import NodeView
@@ -267,15 +258,18 @@ class DirectWorker:
             with self.progress_lock:
                 self.progress.read((FEED, 0), offset, time.time(), time.monotonic())
 
+    def grace_due(self) -> float:
+        return earliest_due(*(host.idle for host in (self.normalise, self.predict) if host is not None))
+
     def poll_ms(self) -> int:
         """A poll returns by the end of the next grace at the latest, so the check that ends it is not late."""
-        wait_s = grace_due(self.normalise, self.predict) - time.monotonic()
+        wait_s = self.grace_due() - time.monotonic()
         return POLL_MS if wait_s * 1000 >= POLL_MS else max(0, math.ceil(wait_s * 1000))
 
     def tick(self) -> None:
         """Source idleness, as often as the agents' timers run it (never when it is off), and when a grace ends."""
         now = time.monotonic()
-        due = min(self._next_tick, grace_due(self.normalise, self.predict))
+        due = min(self._next_tick, self.grace_due())
         if self.settings.idle_stream_timeout_s <= 0 or now < due:
             return
         if now >= self._next_tick:
