@@ -96,6 +96,14 @@ class Settings(BaseSettings):
                                 "forever (results strictly independent of arrival order; a partition whose job "
                                 "events stop gets no flag until the next one, the worker warns at start-up)"
     )
+    caught_up_grace_s: float = Field(
+        0.5, ge=0, description="wall-clock seconds a stream known to be caught up (its partitions assigned to this "
+                               "worker and read to the end the broker last reported) may hold a ranking boundary "
+                               "before it is declared idle, as after LAGGARD_IDLE_STREAM_TIMEOUT_S (Kafka Streams' "
+                               "max.task.idle.ms); long enough for a record sent with the ones that passed the "
+                               "boundary to reach the broker and a fetch. A stream behind, or whose state this "
+                               "worker cannot see, keeps the timeout. 0: off; no effect when the timeout is 0"
+    )
     policy: str = Field("pcores", description="blacklist policy, a name of streams.core.decision.registry.POLICIES")
     min_tasks: int = Field(5, ge=1)
     significance_floor: float | None = Field(0.25, description="ci_low must exceed it; None disables")

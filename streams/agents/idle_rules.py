@@ -18,6 +18,14 @@ position or log end is not known yet counts as behind; one assigned elsewhere is
 behind holds the wall-clock rule off for at most ``CATCH_UP_ALLOWANCE_S`` of one continuous block, so a stream
 the consumer never reads cannot hold the ranking forever.
 
+A stream *known caught up* is another matter (Kafka Streams' ``max.task.idle.ms`` since KIP-695): assigned here,
+its next offset and its log end both known and equal, so nothing it sent is unread. Live, that is a quiet moment
+of a source, and waiting the full ``after_s`` for its next record only delays the ranking (a job partition whose
+next record is 132 s of event time later held a 3 s period of the live bench 1.3 s: docs/scale.md). Once it has
+blocked ``grace_s`` of wall time caught up without a break it is declared idle, as a silent one after ``after_s``;
+the grace covers what may be on its way: a record the producer sent with the ones that passed the boundary, and
+an end learnt from a fetch before that record landed (the next fetch round tells it). ``grace_s = 0``: off.
+
 >>> clock = iter([0.0, 10.0, 70.0, 71.0]).__next__
 >>> idle = IdleClock(60.0, clock=clock)
 >>> idle.overdue("p1", blocking=True), idle.overdue("p1", blocking=True), idle.overdue("p1", blocking=True)
@@ -37,11 +45,16 @@ True
 >>> late = IdleClock(60.0, clock=iter([0.0, 100.0, 161.0]).__next__, behind=lambda s: True, allowance_s=150)
 >>> [late.overdue("p1", blocking=True) for _ in range(3)]  # unread records: not idle, until the allowance
 [False, False, True]
+>>> quiet = IdleClock(60.0, clock=iter([0.0, 0.2, 0.3, 0.5, 0.6]).__next__, caught_up=lambda s: s == "p1",
+...                   grace_s=0.3)
+>>> [quiet.overdue("p1", blocking=True) for _ in range(3)], quiet.overdue("p2", blocking=True), quiet.why
+([False, False, True], False, 'caught up')
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Collection, Hashable
 from typing import Protocol
@@ -101,55 +114,105 @@ class Backlog:
                 return True
         return False
 
+    def caught_up(self, *tps: Partition) -> bool:
+        """Whether every one of ``tps`` is assigned here and known to have nothing unread: its next offset and its
+        end both known, the one at the other. One assigned elsewhere is not known here (False), nor is one whose
+        position or end this worker has not learnt yet. The end is the high-water of the partition's latest fetch
+        (or query): a record the producer appended since is unread, but not known to be; what bounds that is the
+        shell's fetch round, which the grace of ``IdleClock.caught_up_grace_s`` must exceed."""
+        for tp in tps:
+            key = (tp[0], tp[1])
+            next_offset, end = self._next.get(key, self._start.get(key)), self._end.get(key)
+            if key not in self.assigned or next_offset is None or end is None or next_offset < end:
+                return False
+        return bool(tps)
+
 
 class IdleClock:
     """Per stream: since when it blocks, and whether that has lasted ``after_s`` seconds without its records
-    waiting unread on the broker (``behind``: the shell's ``Backlog``; None: not known, the wall clock alone)."""
+    waiting unread on the broker (``behind``: the shell's ``Backlog``; None: not known, the wall clock alone), or
+    ``grace_s`` seconds while it was known caught up (``caught_up``: nothing unread; None or ``grace_s = 0``: off)."""
 
     def __init__(self, after_s: float, clock: Callable[[], float] = time.monotonic,
                  behind: Callable[[Hashable], bool] | None = None,
-                 allowance_s: float = CATCH_UP_ALLOWANCE_S) -> None:
+                 allowance_s: float = CATCH_UP_ALLOWANCE_S,
+                 caught_up: Callable[[Hashable], bool] | None = None, grace_s: float = 0.0) -> None:
         self.after_s = after_s
         self.behind = behind
         self.allowance_s = allowance_s
+        self.caught_up = caught_up if grace_s > 0 else None
+        self.grace_s = grace_s
+        self.why = ""  # why the last stream declared idle was: "caught up" or "timeout"
+        self.told: set[Hashable] = set()  # streams whose release by the grace was logged (once: it is routine)
         self._clock = clock
         self._since: dict[Hashable, float] = {}  # since when the wall-clock rule runs
         self._first: dict[Hashable, float] = {}  # since when the stream blocks, behind or not
         self._sent: dict[Hashable, Hashable] = {}  # what the stream had sent when its block (re)started
+        self._quiet: dict[Hashable, float] = {}  # since when a blocking stream is known caught up, without a break
+        self._checked = 0.0  # the clock at the latest check
 
     def overdue(self, stream: Hashable, blocking: bool, sent: Hashable = None) -> bool:
         """Record whether ``stream`` blocks now; True once it has blocked for ``after_s`` (then it starts over)
-        while not behind (unread records start the wall clock over, for ``allowance_s`` of one block at most).
+        while not behind (unread records start the wall clock over, for ``allowance_s`` of one block at most),
+        or for ``grace_s`` while known caught up (any check that finds it not so starts the grace over).
         ``sent``, when given, counts what the stream sent so far: a change means it is not silent, and its
         block starts over from now (a job stream that keeps sending may still lag behind the task events)."""
         if not blocking or self.after_s <= 0:
-            self._since.pop(stream, None)
-            self._first.pop(stream, None)
-            self._sent.pop(stream, None)
+            self._forget(stream)
             return False
         if sent is not None and self._sent.setdefault(stream, sent) != sent:
+            self._forget(stream)
             self._sent[stream] = sent
-            self._since.pop(stream, None)
-            self._first.pop(stream, None)
-        now = self._clock()
+        now = self._checked = self._clock()
         first = self._first.setdefault(stream, now)
+        if self.caught_up is not None and self.caught_up(stream):
+            if now - self._quiet.setdefault(stream, now) >= self.grace_s:
+                return self._declare(stream, "caught up")
+        else:
+            self._quiet.pop(stream, None)
         if self.behind is not None and now - first < self.allowance_s and self.behind(stream):
             self._since[stream] = now
             return False
         since = self._since.setdefault(stream, now)
         if now - since < self.after_s:
             return False
-        del self._since[stream]
-        self._first.pop(stream, None)
+        return self._declare(stream, "timeout")
+
+    def _declare(self, stream: Hashable, why: str) -> bool:
+        sent = self._sent.get(stream)
+        self._forget(stream)
+        if sent is not None:  # what it sent stays the mark a change is seen against
+            self._sent[stream] = sent
+        self.why = why
         return True
+
+    def _forget(self, stream: Hashable) -> None:
+        for known in (self._since, self._first, self._sent, self._quiet):
+            known.pop(stream, None)
+
+    def due(self) -> float | None:
+        """When (on ``clock``) a check may next declare a stream idle by its grace, for a shell's timer: the end of
+        the earliest running grace; while a stream blocks without being known caught up, a quarter grace after the
+        latest check (what makes it caught up is mostly a record processed, which checks by itself; not always:
+        a position or an end learnt from the broker). None: no grace runs or may start."""
+        if self.caught_up is None or not self._first:
+            return None
+        due = min((since + self.grace_s for since in self._quiet.values()), default=math.inf)
+        if len(self._quiet) < len(self._first):
+            due = min(due, self._checked + self.grace_s / 4)
+        return due
 
     def blocking_since(self, stream: Hashable) -> float | None:
         return self._since.get(stream)
 
     def clear(self) -> None:
-        self._since.clear()
-        self._first.clear()
-        self._sent.clear()
+        for known in (self._since, self._first, self._sent, self._quiet):
+            known.clear()
+
+
+def earliest_due(*clocks: IdleClock) -> float:
+    """When the earliest grace of ``clocks`` ends (``IdleClock.due``); inf when none runs."""
+    return min((due for due in (clock.due() for clock in clocks) if due is not None), default=math.inf)
 
 
 class WaitsForJobEvents(Protocol):
@@ -171,6 +234,12 @@ def job_stream_overdue(idle: IdleClock, stage: WaitsForJobEvents, held: str, sen
     the job events received so far, when a job event ends the block (``IdleClock.overdue``)."""
     if not idle.overdue(stage.partition, stage.holds_progress, sent):
         return False
+    if idle.why == "caught up":  # the usual live case (a job stream quiet for a moment): said once, no warning
+        log.log(logging.DEBUG if stage.partition in idle.told else logging.INFO,
+                "partition %d: job-events read to their end and silent for %.2f s; not waited for, to let %s, "
+                "until their next event (LAGGARD_CAUGHT_UP_GRACE_S; said once)", stage.partition, idle.grace_s, held)
+        idle.told.add(stage.partition)
+        return True
     log.warning("partition %d: no job event let %s for %.0f s; they no longer wait for job-events until the "
                 "next one (LAGGARD_IDLE_STREAM_TIMEOUT_S)", stage.partition, held, idle.after_s)
     return True
@@ -223,7 +292,11 @@ def rank_without_idle(idle: IdleClock, ranking: PublishedRanking) -> list[Public
     out: list[Publication] = []
     for partition in range(ranking.stage.partitions):
         if idle.overdue(partition, partition in behind):
-            log.warning("normalising partition %d has not passed the latest ranking boundary for %.0f s; "
-                        "ranking without it until it reports (LAGGARD_IDLE_STREAM_TIMEOUT_S)", partition, idle.after_s)
+            if idle.why == "caught up":  # its events and the feed read to their end: a quiet moment, no warning
+                log.debug("normalising partition %d caught up and behind the latest ranking boundary for %.2f s; "
+                          "ranking without it until it reports (LAGGARD_CAUGHT_UP_GRACE_S)", partition, idle.grace_s)
+            else:
+                log.warning("normalising partition %d has not passed the latest ranking boundary for %.0f s; ranking "
+                            "without it until it reports (LAGGARD_IDLE_STREAM_TIMEOUT_S)", partition, idle.after_s)
             out += ranking.mark_idle(partition)
     return out

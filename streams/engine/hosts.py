@@ -120,14 +120,17 @@ class NormaliseHost(Host[NormalizeStage]):
     """``normalise_tasks``: events of a partition in; final z-values, summaries and progress marks out."""
 
     def __init__(self, settings: Settings, partitions: int, outbox: Outbox,
-                 behind: Callable[[Hashable], bool] | None = None) -> None:
-        """``behind(p)``: partition ``p``'s events wait unread on the broker (its job stream is not idle then)."""
+                 behind: Callable[[Hashable], bool] | None = None,
+                 caught_up: Callable[[Hashable], bool] | None = None) -> None:
+        """``behind(p)``: partition ``p``'s events wait unread on the broker (its job stream is not idle then);
+        ``caught_up(p)``: its job stream is known read to its end (idle after LAGGARD_CAUGHT_UP_GRACE_S)."""
         config = ranking_config(settings)
         self.summaries = not learns_from_samples(config)  # else the detector needs every sample
         self.forwards = watches_tasks(config)  # the detector watches the task events themselves (issue 21)
         self.cluster_id = settings.cluster_id
         self.feed_key = codec.encode_key(settings.cluster_id)
-        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
+        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind, caught_up=caught_up,
+                              grace_s=settings.caught_up_grace_s)
         self.job_idle_timeout_us = job_idle_timeout_us(settings)
         self.waiting: set[int] = set()
 
@@ -203,11 +206,13 @@ class PredictHost(Host[PredictStage]):
     """``predict_stragglers``: events of a partition in, StragglerPrediction records out, in the partition's merged
     order (``PredictStage``), so a JobFinish read before its job's last task events does not flag them twice."""
 
-    def __init__(self, settings: Settings, outbox: Outbox, behind: Callable[[Hashable], bool] | None = None) -> None:
-        """``behind(p)``: partition ``p``'s events wait unread on the broker (its job stream is not idle then)."""
+    def __init__(self, settings: Settings, outbox: Outbox, behind: Callable[[Hashable], bool] | None = None,
+                 caught_up: Callable[[Hashable], bool] | None = None) -> None:
+        """``behind(p)``, ``caught_up(p)``: as ``NormaliseHost``'s."""
         context = prediction_context(settings)
         self.context = context  # its ``cluster``: the live node view every partition's predictor reads
-        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
+        self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind, caught_up=caught_up,
+                              grace_s=settings.caught_up_grace_s)
         self.job_idle_timeout_us = timeout_us = job_idle_timeout_us(settings)
         self.waiting: set[int] = set()
         warn_if_flags_may_never_come(settings.idle_stream_timeout_s, settings.wait_for_job_events)

@@ -31,7 +31,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
-from streams.agents.idle_rules import Backlog
+from streams.agents.idle_rules import Backlog, earliest_due
 from streams.batch_producer import BatchProducer
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.rebalance import Rebalance
@@ -111,10 +111,11 @@ class DirectWorker:
         self.store.ensure_topic()
         self.checkpoints = Checkpoints(self.outbox, self.store)
         self.backlog = Backlog()  # what waits unread on the broker: a catch-up is not idleness
-        self.normalise = (NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind)
-                          if statistics else None)
+        self.normalise = (NormaliseHost(settings, partitions, self.outbox, behind=self.job_stream_behind,
+                                        caught_up=self.job_stream_caught_up) if statistics else None)
         predicting = role != "statistics" and settings.prediction_method != "off"
-        self.predict = PredictHost(settings, self.outbox, behind=self.job_stream_behind) if predicting else None
+        self.predict = (PredictHost(settings, self.outbox, behind=self.job_stream_behind,
+                                    caught_up=self.job_stream_caught_up) if predicting else None)
         # the predictor's live node view, from what the ranking publishes (streams.engine.view)
         # (opt-in: two Google catch-ups of an `all` worker with it stalled, and no in-time F1 gain is measured yet)
         view = bool(settings.prediction_node_view)
@@ -164,7 +165,7 @@ class DirectWorker:
                 # As in-process (streams.gc_tuning): a third of the loop's samples on Google 0-9 were the collector
                 with fewer_collections():
                     while not self.stopping:
-                        polled = self.consumer.poll(timeout_ms=POLL_MS, max_records=BATCH_MAX)
+                        polled = self.consumer.poll(timeout_ms=self.poll_ms(), max_records=BATCH_MAX)
                         if self.health is not None:
                             self.health.beat()  # the loop turns (a blocked one answers no probe truthfully)
                         if self.view is not None:
@@ -217,6 +218,16 @@ class DirectWorker:
         p = cast(int, partition)
         return self.backlog.behind((JOB, p), (TASK, p))
 
+    def job_stream_caught_up(self, partition: Hashable) -> bool:
+        """A partition's two topics read to the ends their latest fetches saw (asked now: ``note`` learns an end
+        only from a partition with records): its job stream's silence is the producer's, idle after a grace. The
+        task events too: live the loop reads each fetch to its end, while a catch-up (task events unread) may be
+        ahead of a job event the replayer's batches still hold (152 ms at most in five unpaced replays)."""
+        tps = [(JOB, cast(int, partition)), (TASK, cast(int, partition))]
+        for tp in tps:
+            self.backlog.ended(tp, self.consumer.highwater(TopicPartition(*tp)))
+        return self.backlog.caught_up(*tps)
+
     def partition_behind(self, partition: Hashable) -> bool:
         """A normalising partition holding the ranking back is not idle while its progress mark may wait unread:
         on the ranking feed, or in its own events when this worker normalises it."""
@@ -247,12 +258,23 @@ class DirectWorker:
             with self.progress_lock:
                 self.progress.read((FEED, 0), offset, time.time(), time.monotonic())
 
+    def grace_due(self) -> float:
+        return earliest_due(*(host.idle for host in (self.normalise, self.predict) if host is not None))
+
+    def poll_ms(self) -> int:
+        """A poll returns by the end of the next grace at the latest, so the check that ends it is not late."""
+        wait_s = self.grace_due() - time.monotonic()
+        return POLL_MS if wait_s * 1000 >= POLL_MS else max(0, math.ceil(wait_s * 1000))
+
     def tick(self) -> None:
-        """Source idleness, as often as the agents' timers run it (never when it is off)."""
-        if self.settings.idle_stream_timeout_s <= 0 or time.monotonic() < self._next_tick:
+        """Source idleness, as often as the agents' timers run it (never when it is off), and when a grace ends."""
+        now = time.monotonic()
+        due = min(self._next_tick, self.grace_due())
+        if self.settings.idle_stream_timeout_s <= 0 or now < due:
             return
-        self._next_tick = time.monotonic() + self._idle_every_s
-        self.refresh_backlog()
+        if now >= self._next_tick:
+            self._next_tick = now + self._idle_every_s
+            self.refresh_backlog()
         for host in (self.normalise, self.predict, self.rank):
             if host is not None:
                 host.tick()
