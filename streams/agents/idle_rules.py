@@ -291,12 +291,8 @@ def rank_without_idle(idle: IdleClock, ranking: PublishedRanking) -> list[Public
     behind = set(ranking.stage.holding_back())
     out: list[Publication] = []
     for partition in range(ranking.stage.partitions):
-        if idle.overdue(partition, partition in behind):
-            if idle.why == "caught up":  # its events and the feed read to their end: a quiet moment, no warning
-                log.debug("normalising partition %d caught up and behind the latest ranking boundary for %.2f s; "
-                          "ranking without it until it reports (LAGGARD_CAUGHT_UP_GRACE_S)", partition, idle.grace_s)
-            else:
-                log.warning("normalising partition %d has not passed the latest ranking boundary for %.0f s; ranking "
-                            "without it until it reports (LAGGARD_IDLE_STREAM_TIMEOUT_S)", partition, idle.after_s)
+        if idle.overdue(partition, partition in behind):  # no grace here: the ranking's clocks are not given one
+            log.warning("normalising partition %d has not passed the latest ranking boundary for %.0f s; ranking "
+                        "without it until it reports (LAGGARD_IDLE_STREAM_TIMEOUT_S)", partition, idle.after_s)
             out += ranking.mark_idle(partition)
     return out

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Hashable
-from typing import cast
+from collections.abc import Awaitable, Callable
 
 import faust
 from faust.exceptions import NotReady
@@ -24,15 +22,13 @@ from streams.serde.topics import JOB_EVENTS, RANKING_FEED, TASK_EVENTS
 
 log = logging.getLogger(__name__)
 INPUTS = (TASK_EVENTS.name, JOB_EVENTS.name, RANKING_FEED.name)
-GRACE_TICK_S = 0.02  # how late a caught-up stream's grace may end on Faust, at most (a check, most turns)
 BACKLOG_ATTRIBUTE = "_laggard_backlog"  # the app's one Backlog, kept on the app (it lives as long as the app)
 
 
-def backlog_of(app: faust.App, every_s: float, grace_s: float = 0.0) -> Backlog:
+def backlog_of(app: faust.App, every_s: float) -> Backlog:
     """The worker's one ``Backlog`` of its input topics (the agents share it: the ranking asks about the partitions
     the normaliser reads); the agents note what they processed, a timer of its own (every ``every_s / 4``
-    seconds, none when idleness is off; every 0.5 s with a caught-up grace, which needs the assignment early)
-    asks the consumer the rest.
+    seconds, none when idleness is off) asks the consumer the rest.
 
     Where a partition not processed yet starts is Faust's committed offset, where the assignment sought it
     (``_committed_offset``, faust-streaming 0.15: Faust's read offset runs ahead of what its buffers and an
@@ -64,24 +60,8 @@ def backlog_of(app: faust.App, every_s: float, grace_s: float = 0.0) -> Backlog:
             log.debug("backlog refresh failed: %r", exc)
 
     if every_s > 0:
-        app.timer(interval=0.5 if grace_s > 0 else max(0.5, every_s / 4), name="refresh_backlog")(refresh)
+        app.timer(interval=max(0.5, every_s / 4), name="refresh_backlog")(refresh)
     return backlog
-
-
-def caught_up_of(app: faust.App, backlog: Backlog, topic: str) -> Callable[[Hashable], bool]:
-    """``IdleClock``'s ``caught_up`` for partition ``p`` of ``topic``: read to the end the consumer's latest fetch
-    saw. That end is asked at each check (the backlog's own timer learns it only every quarter idle timeout, and
-    records fetched since are not unread to it): aiokafka keeps each partition's high-water from its fetches."""
-
-    def caught_up(partition: Hashable) -> bool:
-        tp = (topic, cast(int, partition))
-        try:
-            backlog.ended(tp, app.consumer.highwater(TP(*tp)))
-        except Exception as exc:  # not started, stopping: what the backlog knew stands
-            log.debug("high-water of %s unknown: %r", tp, exc)
-        return backlog.caught_up(tp)
-
-    return caught_up
 
 
 def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,
@@ -106,15 +86,6 @@ def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,
                 log.info("%s deferred: the worker is stopping", name)
 
     app.timer(interval=max(0.5, idle.after_s / 4), name=name)(tick)
-    if idle.caught_up is None:
-        return
-
-    async def grace_ended() -> None:  # Faust's timers run at fixed intervals: a short one, working when due
-        due = idle.due()
-        if due is not None and time.monotonic() >= due:
-            await tick()
-
-    app.timer(interval=GRACE_TICK_S, name=f"{name}_caught_up")(grace_ended)
 
 
 def clear_on_revoke(app: faust.App, idle: IdleClock, topics: tuple[str, ...]) -> None:

@@ -77,7 +77,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         app, wiring.rank_checkpoints, lambda _: PublishedRanking(RankStage(wiring.ranking_config, wiring.partitions)),
         (RANKING_FEED.name,), key=lambda _: f"rank:{wiring.cluster_id}".encode(), on_load=resume)
     # A normalising partition is not idle while its progress mark may wait unread (the feed, or its own events).
-    backlog = backlog_of(app, wiring.settings.idle_stream_timeout_s, wiring.settings.caught_up_grace_s)
+    backlog = backlog_of(app, wiring.settings.idle_stream_timeout_s)
     idle = IdleClock(wiring.settings.idle_stream_timeout_s, behind=lambda p: backlog.behind(
         (RANKING_FEED.name, 0), (TASK_EVENTS.name, cast(int, p)), (JOB_EVENTS.name, cast(int, p))))
     clear_on_revoke(app, idle, (RANKING_FEED.name,))

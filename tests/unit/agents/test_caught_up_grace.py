@@ -164,7 +164,7 @@ def test_the_direct_worker_ticks_when_the_grace_ends_and_releases_only_a_caught_
     time.sleep(grace_s + 0.02)
     worker.tick()
     if job_stream == "caught up":
-        assert 0 < wait_ms <= grace_s * 1000
+        assert wait_ms <= grace_s * 1000  # the poll returns by the grace's end (0 once a loaded process is past it)
         assert furthest_progress(sent) >= 1_200_000_000  # the boundary no longer waits for the silent job stream
     else:
         assert furthest_progress(sent) == held  # behind, or not known here: the idle timeout (60 s) holds
