@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from streams.core.detection.censored import LOG_RATIO_CLIP
+
 MINUTE_US = 60_000_000
 
 
@@ -91,7 +93,12 @@ class Tally:
     def ratio(self) -> float:
         """How many times longer than their job siblings the node's tasks run (exp of the effect in log duration;
         NaN when not known): independent of how widely a job's task times spread, where ``effect`` is not."""
-        return math.exp(self.scaled / self.information) if self.information > 0 else math.nan
+        if self.information <= 0 or not math.isfinite(self.scaled):
+            return math.nan
+        # Within the per-task clip (censored.LOG_RATIO_CLIP, 4x): running tasks carry their contributions with
+        # little information, and a node with only such tasks had a mean log ratio past exp's range, which crashed
+        # a worker (OverflowError, CI at 92fcd13). Beyond 4x or 1/4x no floor decision changes.
+        return math.exp(min(LOG_RATIO_CLIP, max(-LOG_RATIO_CLIP, self.scaled / self.information)))
 
     @property
     def stderr(self) -> float:

@@ -12,7 +12,7 @@ import pytest
 from streams.core.detection.base import WindowView
 from streams.core.detection.registry import DETECTORS, RUNNING_MIN_RATIO
 from streams.core.detection.running import RunningTaskDetector
-from streams.core.detection.scales import Scale
+from streams.core.detection.scales import Scale, Tally
 from streams.core.events import Status, TaskFinish, TaskStart
 from streams.core.ranking_config import RankingConfig
 
@@ -93,3 +93,12 @@ def test_the_setting_overrides_the_floor_and_1_turns_it_off() -> None:
         assert isinstance(det, RunningTaskDetector) and det.min_ratio == expected
     with pytest.raises(ValueError, match="running_min_ratio"):
         RankingConfig(running_min_ratio=0.9)
+
+
+def test_a_tally_of_little_information_reads_at_most_the_per_task_clip_instead_of_overflowing() -> None:
+    """CI at 92fcd13: a Faust running-policy worker crashed with OverflowError in ``Tally.ratio`` (running tasks
+    carry contributions with little information, so their mean log ratio passed exp's range)."""
+    assert Tally(3, 3, 0, 1.0, 1e-6, 5.0).ratio == pytest.approx(4.0)
+    assert Tally(3, 3, 0, 1.0, 1e-6, -5.0).ratio == pytest.approx(0.25)
+    assert Tally(3, 0, 0, 1.0, 2.0, 0.4).ratio == pytest.approx(math.exp(0.2))
+    assert math.isnan(Tally(3, 0, 0, 1.0, 0.0, 0.4).ratio) and math.isnan(Tally(3, 0, 0, 1.0, 1.0, math.inf).ratio)
