@@ -34,6 +34,14 @@ class Clock:
         return self.now
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The host's wall clock, advanced by hand."""
+    fake = Clock()
+    monkeypatch.setattr(hosts.time, "monotonic", fake)
+    return fake
+
+
 @pytest.fixture(scope="module")
 def feed() -> list[Decoded]:
     records = normalised(list(open_trace(TRACE)), **SETTINGS).on("ranking-feed")
@@ -74,10 +82,8 @@ class Run:
 
 
 def test_a_killed_ranking_resumes_from_a_checkpoint_before_its_last_publications_without_repeating_a_version(
-    feed: list[Decoded], monkeypatch: pytest.MonkeyPatch,
+    feed: list[Decoded], clock: Clock, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = Clock()
-    monkeypatch.setattr(hosts.time, "monotonic", clock)
     whole = Run(feed, clock, monkeypatch)
     expected: list[BlacklistDelta] = whole.on("blacklist-deltas")
     assert len(expected) >= 2, "the trace lists and unlists nodes over several versions"
@@ -101,10 +107,8 @@ def test_a_killed_ranking_resumes_from_a_checkpoint_before_its_last_publications
 
 
 def test_every_publication_checkpoints_when_they_are_further_apart_than_the_interval(
-    feed: list[Decoded], monkeypatch: pytest.MonkeyPatch,
+    feed: list[Decoded], clock: Clock, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = Clock()
-    monkeypatch.setattr(hosts.time, "monotonic", clock)
     run = Run(feed, clock, monkeypatch)
     assert run.dues != run.published  # a second apart, 5 s: some publications wait for the next checkpoint
     monkeypatch.setattr(hosts, "RANK_CHECKPOINT_MIN_S", 0.5)
@@ -113,13 +117,11 @@ def test_every_publication_checkpoints_when_they_are_further_apart_than_the_inte
 
 
 def test_a_ranking_made_without_an_idle_partition_is_checkpointed_at_once(
-    feed: list[Decoded], monkeypatch: pytest.MonkeyPatch,
+    feed: list[Decoded], clock: Clock, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Found in review: a ranking made because a normalising partition was declared idle depends on the wall
     clock, so a restart would not make it again from the log (the partition's marks are there by then) and the
     next delta would be computed against another blacklist. Such a take checkpoints even within the interval."""
-    clock = Clock()
-    monkeypatch.setattr(hosts.time, "monotonic", clock)
     monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
     only_zero = [item for item in feed if getattr(item.record, "partition", 0) == 0]  # partition 1 falls silent
     host = RankHost(Settings(**SETTINGS, idle_stream_timeout_s=2), PARTITIONS, Outbox())  # type: ignore[arg-type]
