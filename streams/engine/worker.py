@@ -23,7 +23,7 @@ import signal
 import threading
 import time
 from collections.abc import Hashable, Iterable
-from typing import Any, cast
+from typing import Any
 
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.errors import CommitFailedError, KafkaError
@@ -33,6 +33,7 @@ from streams import kafka_clients, metrics
 from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog, earliest_due
 from streams.batch_producer import BatchProducer
+from streams.engine import backlog as backlog_of
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.rebalance import Rebalance
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
@@ -213,42 +214,16 @@ class DirectWorker:
                                last.timestamp / 1000 if last.timestamp else time.time(), time.monotonic())
 
     def job_stream_behind(self, partition: Hashable) -> bool:
-        """A silent job stream is not idle while events of its partition wait unread (task events ran 6,667 s
-        of event time ahead of job events before kafka-python fetched a single job event)."""
-        p = cast(int, partition)
-        return self.backlog.behind((JOB, p), (TASK, p))
+        return backlog_of.job_stream_behind(self.backlog, partition)
 
     def job_stream_caught_up(self, partition: Hashable) -> bool:
-        """A partition's two topics read to the ends their latest fetches saw (asked now: ``note`` learns an end
-        only from a partition with records): its job stream's silence is the producer's, idle after a grace. The
-        task events too: live the loop reads each fetch to its end, while a catch-up (task events unread) may be
-        ahead of a job event the replayer's batches still hold (152 ms at most in five unpaced replays)."""
-        tps = [(JOB, cast(int, partition)), (TASK, cast(int, partition))]
-        for tp in tps:
-            self.backlog.ended(tp, self.consumer.highwater(TopicPartition(*tp)))
-        return self.backlog.caught_up(*tps)
+        return backlog_of.job_stream_caught_up(self.backlog, self.consumer, partition)
 
     def partition_behind(self, partition: Hashable) -> bool:
-        """A normalising partition holding the ranking back is not idle while its progress mark may wait unread:
-        on the ranking feed, or in its own events when this worker normalises it."""
-        p = cast(int, partition)
-        return self.backlog.behind((FEED, 0), (TASK, p), (JOB, p))
+        return backlog_of.partition_behind(self.backlog, partition)
 
     def refresh_backlog(self) -> None:
-        """Ask the broker what the fetches did not tell yet: where never-read partitions start, where they end
-        (blocking calls: on the loop's thread, never in the rebalance callback)."""
-        starts, ends = self.backlog.unknown()
-        try:
-            for tp in starts:
-                position = self.consumer.position(TopicPartition(*tp), timeout_ms=5000)
-                if position is not None:
-                    self.backlog.start(tp, position)
-            if ends:
-                found = self.consumer.end_offsets([TopicPartition(*tp) for tp in ends], timeout_ms=5000)
-                for tp, end in found.items():
-                    self.backlog.ended((tp.topic, tp.partition), end)
-        except KafkaError as exc:  # unknown stays behind, for the catch-up allowance at most
-            log.debug("backlog refresh failed: %s", exc)
+        backlog_of.refresh(self.backlog, self.consumer)
 
     def working(self) -> None:
         """The ranking publishes a long catch-up: tell the health check the feed is being processed."""
