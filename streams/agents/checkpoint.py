@@ -47,6 +47,7 @@ from faust.types.tuples import TP
 from mode.types.signals import SignalHandlerT
 
 from streams import metrics
+from streams.agents.commit import acknowledged
 from streams.agents.common import decode_or_dead_letter
 from streams.agents.contiguity import Contiguity, Seek, Take
 from streams.agents.envelope import ENVELOPE_FORMAT as ENVELOPE_FORMAT  # re-exported: the agents' names
@@ -185,7 +186,7 @@ class Outputs:
         """Wait until every tracked send is acknowledged (a failed one raises: no checkpoint may follow it);
         how many were waited for."""
         pending, self._pending = self._pending, []
-        await asyncio.gather(*pending)
+        await acknowledged(pending)
         return len(pending)
 
 

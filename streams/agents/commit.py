@@ -77,8 +77,21 @@ async def confirm(sends: list[asyncio.Future[Any]]) -> int:
     """Wait until every one of ``sends`` is acknowledged; how many were not yet. A failed send raises its error
     (nothing may be committed after it)."""
     waiting = [send for send in sends if not send.done()]
-    await asyncio.gather(*sends)
+    await acknowledged(sends)
     return len(waiting)
+
+
+async def acknowledged(sends: list[asyncio.Future[Any]]) -> None:
+    """Wait until every one of ``sends`` is done; the first that failed raises its error.
+
+    Unlike ``asyncio.gather``, a waiter cancelled meanwhile (an agent stopped at SIGTERM) leaves the sends alone:
+    gather cancels them, and each cancelled send's callback in Faust (``Topic._on_published``, which catches only
+    ``Exception``) then logs a ``CancelledError`` traceback, once per record in flight at every clean stop."""
+    if not sends:
+        return
+    await asyncio.wait(sends)
+    for send in sends:
+        send.result()
 
 
 def confirm_before_commit(producer: Any) -> Any:

@@ -19,6 +19,7 @@ from faust.types.tuples import TP, FutureMessage, PendingMessage
 from prometheus_client import REGISTRY
 
 from streams.agents import commit
+from streams.agents.checkpoint import Outputs
 
 TAKE_S, ACK_S = 0.3, 0.05
 
@@ -96,6 +97,26 @@ def test_a_failed_send_stops_the_commit() -> None:
 
     with pytest.raises(ConnectionError, match="refused the checkpoint"):
         asyncio.run(flush_after_a_failure())
+
+
+def test_an_agent_stopped_while_waiting_for_its_sends_leaves_them_in_flight() -> None:
+    """At SIGTERM Faust cancels each agent's task. A task waiting for its outputs' acknowledgements must not
+    cancel the sends themselves: the records are already in the producer's batches, and each cancelled send made
+    Faust log a CancelledError traceback (seen in CI's worker log at a clean stop)."""
+    async def stop_an_agent_mid_wait() -> tuple[bool, bool]:
+        loop = asyncio.get_running_loop()
+        in_flight, confirming = loop.create_future(), loop.create_future()
+        outputs, sends = Outputs(), commit.UnconfirmedSends()
+        outputs.track(in_flight)
+        sends.track(confirming)
+        waiters = [asyncio.ensure_future(outputs.confirmed()), asyncio.ensure_future(commit.confirm(sends.pending()))]
+        await asyncio.sleep(0.01)
+        for waiter in waiters:
+            waiter.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+        return in_flight.cancelled(), confirming.cancelled()
+
+    assert asyncio.run(stop_an_agent_mid_wait()) == (False, False)
 
 
 class FakeConsumer:
