@@ -17,6 +17,7 @@ True
 from __future__ import annotations
 
 import io
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+from fastavro import _read_py
 from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
 from streams.core import events as ev
@@ -196,14 +198,37 @@ def decode(data: bytes | None) -> Any:
     else:
         raise DecodeError(f"unknown writer schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
     stream = io.BytesIO(data[HEADER_SIZE:])
+    overlong = _MAYBE_OVERLONG.search(data, HEADER_SIZE) is not None
+    reader = _read_py.schemaless_reader if overlong else fastavro.schemaless_reader
     try:
-        body = fastavro.schemaless_reader(stream, writer, None if writer is codec.schema else codec.schema)
+        body = reader(stream, writer, None if writer is codec.schema else codec.schema)
+        if overlong:
+            _check_longs(body)
         record = codec.from_dict(body)  # type: ignore[arg-type]
     except Exception as exc:
         raise DecodeError(f"corrupt {codec.record_type.__name__} body: {type(exc).__name__}: {exc}") from exc
     if stream.tell() != len(data) - HEADER_SIZE:
         raise DecodeError(f"{len(data) - HEADER_SIZE - stream.tell()} trailing bytes after the record body")
     return record
+
+
+# fastavro's C reader wraps a varint past 64 bits (2**64 + 5 decodes as 5): a corrupt timestamp would be taken for
+# a valid one. Such a varint needs at least 9 bytes in a row with the continuation bit set, which our records'
+# longs (microsecond times, about 7 bytes) never have; a body that does (or a string with many non-ASCII
+# characters) is read by fastavro's pure-Python reader, whose ints do not wrap, and refused past 64 bits.
+_MAYBE_OVERLONG = re.compile(rb"[\x80-\xff]{9}")
+_LONG_LIMIT = 1 << 63
+
+
+def _check_longs(value: Any) -> None:
+    if isinstance(value, dict):
+        for item in value.values():
+            _check_longs(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_longs(item)
+    elif isinstance(value, int) and not -_LONG_LIMIT <= value < _LONG_LIMIT:
+        raise ValueError(f"a long beyond 64 bits ({value})")
 
 
 def encode_key(key: str) -> bytes:

@@ -147,3 +147,29 @@ def test_nan_features_survive_the_wire_for_validation_to_reject() -> None:
     record = ev.TaskCheckpoint("j", "t", 0, "n", 10, 5, {"cpu": math.nan})
     decoded = codec.decode(codec.encode(record))
     assert ev.validate(decoded) is not None and "cpu" in ev.validate(decoded)
+
+
+def _with_ts(ts_zigzag: int) -> bytes:
+    """A TaskFinish whose ``ts_us`` is the varint of ``ts_zigzag``, whatever its length (a corrupt writer's)."""
+    data = codec.encode(ev.TaskFinish("j", "t", 0, "n", 5, 7, ev.Status.SUCCEEDED))
+    varint = bytearray()
+    while ts_zigzag >= 0x80:
+        varint.append(ts_zigzag & 0x7F | 0x80)
+        ts_zigzag >>= 7
+    varint.append(ts_zigzag)
+    at = data.index(b"\x0a", codec.HEADER_SIZE)  # ts_us = 5, zigzag 10, after the strings and the attempt
+    return data[:at] + bytes(varint) + data[at + 1:]
+
+
+@pytest.mark.parametrize("ts_us", [2**63, 2**64 + 5, 2**70, -(2**63) - 1])
+def test_a_long_past_64_bits_is_rejected_not_wrapped(ts_us: int) -> None:
+    """fastavro's C reader wraps such a varint (2**64 + 5 came back as 5): a corrupt timestamp taken for a valid
+    one instead of a dead letter."""
+    with pytest.raises(codec.DecodeError, match="beyond 64 bits"):
+        codec.decode(_with_ts(ts_us * 2 if ts_us >= 0 else -ts_us * 2 - 1))
+
+
+@pytest.mark.parametrize("ts_us", [2**63 - 1, -(2**63), 2**56])
+def test_the_longest_valid_longs_decode(ts_us: int) -> None:
+    record = ev.TaskFinish("j", "t", 0, "n", ts_us, 7, ev.Status.SUCCEEDED)
+    assert codec.decode(codec.encode(record)) == record
