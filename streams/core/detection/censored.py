@@ -72,9 +72,14 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
     survival_after = np.exp(cum - before_group)
     survival_after[np.isclose(factor, 0.0)] = 0.0
     survival_before = np.where(first, 1.0, np.roll(survival_after, 1))
-    # Survival at each task's potential elapsed time B - start (its censoring point), looked up in its job.
+    # Survival at each task's potential elapsed time B - start (its censoring point), looked up in its job. A known
+    # task's is at or past its own time: a finished task's time is within B - start anyway, and a projected one
+    # (``finished`` but still running) scores as if it had ended then, so it carries that task's information. At
+    # B - start its score would lie above its censoring point, with no information where no sibling has ended yet
+    # (survival 1 there: V 4e-14 against a score of O(1), a node's effect 1e13 job std; session 14).
     keys = (sj << _TIME_BITS) | st
-    elapsed = np.minimum(np.maximum(boundary_us - starts[order], 0), (1 << _TIME_BITS) - 1)
+    elapsed = np.maximum(boundary_us - starts[order], 0)
+    elapsed = np.minimum(np.where(se, np.maximum(elapsed, st), elapsed), (1 << _TIME_BITS) - 1)
     where = np.searchsorted(keys, (sj << _TIME_BITS) | elapsed, side="right") - 1
     inside = (where >= group_start) & (where >= 0)
     s_censor = np.where(inside, survival_after[np.maximum(where, 0)], 1.0)
