@@ -10,6 +10,8 @@ import math
 import random
 
 import numpy as np
+import pytest
+from scipy import stats
 
 from streams.core.detection.base import WindowView
 from streams.core.detection.censored import task_scores
@@ -53,3 +55,29 @@ def test_a_healthy_cluster_with_progress_reports_reads_no_enormous_effect_before
     assert len(evidence) == 20
     assert max(e.score for e in evidence.values()) < 0.5
     assert not any(e.suspect for e in evidence.values())
+
+
+def _null_variance(c: np.ndarray) -> np.ndarray:
+    """``V(c)`` of ``censored``'s module text: the variance of a contribution censored at ``c``, increasing in ``c``."""
+    pdf, cdf = stats.norm.pdf(c), stats.norm.cdf(c)
+    return cdf - c * pdf + pdf * pdf / stats.norm.sf(c)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_known_task_never_carries_less_information_than_its_own_score_gives(seed: int) -> None:
+    """Finished and projected tasks alike: a known task's censoring point is at or above its score, so its information
+    is at least ``V(score)``; where it was not (a projection censored at its elapsed time), one task's effect was
+    without bound."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    jobs = rng.integers(0, 3, n).astype(np.int64)
+    starts = rng.integers(0, 1000, n).astype(np.int64)
+    boundary = 1200
+    durations = np.round(np.exp(rng.normal(np.log(300), 0.6, n))).astype(np.int64)
+    finished = starts + durations < boundary
+    projected = ~finished & (rng.random(n) < 0.5)  # a report projected its duration (never below its elapsed time)
+    times = np.where(finished, durations, boundary - starts)
+    times = np.where(projected, np.maximum(times, np.round(durations * np.exp(rng.normal(0, 0.2, n)))), times)
+    known = finished | projected
+    x, v, _ = task_scores(jobs, starts, times.astype(np.int64), known, boundary)
+    assert np.all(v[known] >= _null_variance(x[known]) - 1e-9)
