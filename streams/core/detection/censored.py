@@ -9,11 +9,12 @@ running is evidence too: it has already outlasted some of its siblings. Per job,
 2. a finished task's normal score ``y = Phi^-1(1 - S(d))`` (mid-step: its rank among its siblings as a
    standard normal quantile, whatever the duration distribution);
 3. every task's *censoring point* ``c = Phi^-1(1 - S(B - start))``: the score above which it would still be
-   running at ``B``. A task still running contributes ``E[y | y > c] = phi(c) / (1 - Phi(c))`` (the inverse
-   Mills ratio), a finished one its ``y``; either way the contribution has mean 0 and variance
-   ``V(c) = Phi(c) - c phi(c) + phi(c)^2 / (1 - Phi(c))`` on a healthy node (the score test of a shift in a
-   censored normal model, Tobit). A task that has just started carries no information (``V = 0``), one
-   long past its job's durations carries almost a finished task's (``V -> 1``).
+   running at ``B`` (a task whose progress report projects its duration scores as finished then, and is censored
+   at its projected time, past ``B - start``: no known task's score lies above its censoring point). A task still
+   running contributes ``E[y | y > c] = phi(c) / (1 - Phi(c))`` (the inverse Mills ratio), a finished one its ``y``;
+   either way the contribution has mean 0 and variance ``V(c) = Phi(c) - c phi(c) + phi(c)^2 / (1 - Phi(c))`` on a
+   healthy node (the score test of a shift in a censored normal model, Tobit). A task that has just started carries
+   no information (``V = 0``), one long past its job's durations carries almost a finished task's (``V -> 1``).
 
 Summed over a node's tasks, ``sum(x) / sqrt(sum(v))`` is standard normal on a healthy node, and
 ``sum(x) / sum(v)`` estimates how many job standard deviations (normal-score units) its tasks run behind.
