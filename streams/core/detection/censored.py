@@ -9,11 +9,12 @@ running is evidence too: it has already outlasted some of its siblings. Per job,
 2. a finished task's normal score ``y = Phi^-1(1 - S(d))`` (mid-step: its rank among its siblings as a
    standard normal quantile, whatever the duration distribution);
 3. every task's *censoring point* ``c = Phi^-1(1 - S(B - start))``: the score above which it would still be
-   running at ``B``. A task still running contributes ``E[y | y > c] = phi(c) / (1 - Phi(c))`` (the inverse
-   Mills ratio), a finished one its ``y``; either way the contribution has mean 0 and variance
-   ``V(c) = Phi(c) - c phi(c) + phi(c)^2 / (1 - Phi(c))`` on a healthy node (the score test of a shift in a
-   censored normal model, Tobit). A task that has just started carries no information (``V = 0``), one
-   long past its job's durations carries almost a finished task's (``V -> 1``).
+   running at ``B`` (a task whose progress report projects its duration scores as finished then, and is censored
+   at its projected time, past ``B - start``: no known task's score lies above its censoring point). A task still
+   running contributes ``E[y | y > c] = phi(c) / (1 - Phi(c))`` (the inverse Mills ratio), a finished one its ``y``;
+   either way the contribution has mean 0 and variance ``V(c) = Phi(c) - c phi(c) + phi(c)^2 / (1 - Phi(c))`` on a
+   healthy node (the score test of a shift in a censored normal model, Tobit). A task that has just started carries
+   no information (``V = 0``), one long past its job's durations carries almost a finished task's (``V -> 1``).
 
 Summed over a node's tasks, ``sum(x) / sqrt(sum(v))`` is standard normal on a healthy node, and
 ``sum(x) / sum(v)`` estimates how many job standard deviations (normal-score units) its tasks run behind.
@@ -72,9 +73,14 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
     survival_after = np.exp(cum - before_group)
     survival_after[np.isclose(factor, 0.0)] = 0.0
     survival_before = np.where(first, 1.0, np.roll(survival_after, 1))
-    # Survival at each task's potential elapsed time B - start (its censoring point), looked up in its job.
+    # Survival at each task's potential elapsed time B - start (its censoring point), looked up in its job. A known
+    # task's is at or past its own time: a finished task's time is within B - start anyway, and a projected one
+    # (``finished`` but still running) scores as if it had ended then, so it carries that task's information. At
+    # B - start its score would lie above its censoring point, with no information where no sibling has ended yet
+    # (survival 1 there: V 4e-14 against a score of O(1), a node's effect 1e13 job std; session 14).
     keys = (sj << _TIME_BITS) | st
-    elapsed = np.minimum(np.maximum(boundary_us - starts[order], 0), (1 << _TIME_BITS) - 1)
+    elapsed = np.maximum(boundary_us - starts[order], 0)
+    elapsed = np.minimum(np.where(se, np.maximum(elapsed, st), elapsed), (1 << _TIME_BITS) - 1)
     where = np.searchsorted(keys, (sj << _TIME_BITS) | elapsed, side="right") - 1
     inside = (where >= group_start) & (where >= 0)
     s_censor = np.where(inside, survival_after[np.maximum(where, 0)], 1.0)
