@@ -32,12 +32,18 @@ _KINDS = {"long": LONG, "int": INT, "string": STRING, "boolean": BOOLEAN, "doubl
 _LONG_LIMIT = 1 << 63
 _INT_LIMIT = 1 << 31
 _DOUBLE = struct.Struct("<d")
+_STATUS_VALUES = frozenset(status.value for status in ev.Status)
 # (kind, null index of its union or -1, the enum's values by index or None)
 Field = tuple[int, int, tuple[Any, ...] | None]
 
 
 class _Unsure(Exception):
     """Bytes the loop does not vouch for: the record goes to ``codec.decode`` instead."""
+
+
+# What ``_read`` raises on bytes it does not vouch for (a short body, a bad double, invalid UTF-8): those go to the
+# codec. Anything else is a defect of this module and must surface, not turn into a silent slowdown.
+_MALFORMED = (_Unsure, IndexError, struct.error, UnicodeDecodeError)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -118,7 +124,10 @@ def _field(avro_type: Any, record_type: type) -> Field | None:
     if isinstance(avro_type, str) and avro_type in _KINDS:
         return _KINDS[avro_type], null_index, None
     if record_type is ev.TaskFinish and isinstance(avro_type, dict) and avro_type.get("type") == "enum":
-        return ENUM, null_index, tuple(ev.Status(symbol) for symbol in avro_type["symbols"])  # as the codec
+        symbols = avro_type["symbols"]
+        if not set(symbols) <= _STATUS_VALUES:  # a symbol events.Status lacks: the codec decides (and says why)
+            return None
+        return ENUM, null_index, tuple(ev.Status(symbol) for symbol in symbols)  # as the codec
     return None
 
 
@@ -156,6 +165,6 @@ def decode(data: bytes | None) -> Any:
         if decoder is not None:
             try:
                 return decoder(data)
-            except Exception:  # whatever it was, the codec decides (and says why)
+            except _MALFORMED:  # bytes the loop is not sure of: the codec decides (and says why)
                 pass
     return codec.decode(data)

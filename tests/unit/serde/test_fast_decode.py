@@ -93,3 +93,40 @@ def test_corrupted_bytes_decode_or_fail_as_the_codec_says(record: object, change
         "int-over-32-bits", "trailing", "negative-length", "invalid-utf8"])
 def test_the_edge_cases_are_the_codecs(data: bytes | None) -> None:
     assert _outcome(fast_decode.decode, data) == _outcome(codec.decode, data)  # type: ignore[arg-type]
+
+
+def test_an_enum_symbol_missing_from_status_leaves_the_type_to_the_codec(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A writer schema may gain a status before events.Status does: compiling must not fail (the module is
+    # imported by every worker), the type just goes to the codec.
+    codec_for = codec.codec_for
+    real = codec_for(ev.TaskFinish)
+    schema = {**real.schema, "fields": [
+        {**field, "type": {**field["type"], "symbols": [*field["type"]["symbols"], "PAUSED"]}}
+        if isinstance(field["type"], dict) else field for field in real.schema["fields"]]}
+
+    class NewerCodec:
+        def __init__(self) -> None:
+            self.schema = schema
+
+    monkeypatch.setattr(codec, "codec_for", lambda record_type: NewerCodec() if record_type is ev.TaskFinish
+                        else codec_for(record_type))
+    assert fast_decode.compile_decoder(ev.TaskFinish) is None
+    assert fast_decode.compile_decoder(ev.JobStart) is not None
+
+
+def test_a_broken_decoder_fails_loudly_instead_of_falling_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = codec.encode(ev.JobFinish("j", 5))
+
+    def broken(_: bytes) -> object:
+        raise KeyError("a defect in the compiled loop")
+
+    monkeypatch.setitem(fast_decode._DECODERS, data[: codec.HEADER_SIZE], broken)
+    with pytest.raises(KeyError, match="defect"):
+        fast_decode.decode(data)
+
+
+def test_malformed_bytes_still_fall_back_to_the_codec() -> None:
+    data = codec.encode(ev.TaskFinish("j", "t", 0, "n", 5, 4, ev.Status.SUCCEEDED))
+    # A body cut inside its double-free fields raises IndexError in the loop; the codec gives its DecodeError.
+    with pytest.raises(codec.DecodeError):
+        fast_decode.decode(data[:-3])
