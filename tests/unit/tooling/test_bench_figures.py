@@ -46,3 +46,13 @@ def test_a_period_a_silent_job_stream_holds_open_shows_as_close_wait_not_as_the_
     assert result["close_wait"]["max_s"] == 1.3  # 10.0 s -> 11.3 s, the job stream's silence
     assert result["close_to_output"]["max_s"] == 0.1  # 11.3 s -> 11.4 s, the worker
     assert result["finish_to_output"]["max_s"] == 4.4  # from the period's first finish: all of it
+
+
+def test_the_in_process_cpu_measure_counts_the_same_work_every_round() -> None:
+    from laggard.bench.inprocess_cpu import measure
+
+    first, second = measure("synthetic:nodes=40,slow=3,jobs=150,seed=1", None, rounds=2)
+    # the same events through a new pipeline each round: the same samples, rankings and deltas (two)
+    assert {k: first[k] for k in ("events", "samples", "rankings", "deltas")} == {
+        k: second[k] for k in ("events", "samples", "rankings", "deltas")}
+    assert first["deltas"] == 2 and first["cpu_s"] > 0 and first["per_cpu_s"] == first["events"] / first["cpu_s"]
