@@ -56,3 +56,13 @@ def test_the_in_process_cpu_measure_counts_the_same_work_every_round() -> None:
     assert {k: first[k] for k in ("events", "samples", "rankings", "deltas")} == {
         k: second[k] for k in ("events", "samples", "rankings", "deltas")}
     assert first["deltas"] == 2 and first["cpu_s"] > 0 and first["per_cpu_s"] == first["events"] / first["cpu_s"]
+
+
+def test_the_ranking_digest_is_the_same_for_the_same_run_and_tells_a_changed_bit() -> None:
+    from laggard.bench import ranking_digest
+
+    spec = "synthetic:nodes=40,slow=3,jobs=150,seed=1"
+    first = ranking_digest.digest(spec, 10_000)
+    assert first == ranking_digest.digest(spec, 10_000)
+    assert first != ranking_digest.digest("synthetic:nodes=40,slow=3,jobs=150,seed=2", 10_000)
+    assert first.count(b'{"boundary"') > 10 and b"node-08" in first
