@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from typing import cast
 
 import faust
 from faust.exceptions import NotReady
@@ -18,11 +20,17 @@ from streams.agents.idle_rules import release_job_stream_if_idle as release_job_
 from streams.agents.idle_rules import release_predictions_if_idle as release_predictions_if_idle
 from streams.agents.idle_rules import warn_if_flags_may_never_come as warn_if_flags_may_never_come
 from streams.agents.idle_rules import warn_once_if_waiting as warn_once_if_waiting
+from streams.agents.seeks import watch
+from streams.agents.taken import TakenView
 from streams.serde.topics import JOB_EVENTS, RANKING_FEED, TASK_EVENTS
+from streams.settings import Settings
 
 log = logging.getLogger(__name__)
 INPUTS = (TASK_EVENTS.name, JOB_EVENTS.name, RANKING_FEED.name)
 BACKLOG_ATTRIBUTE = "_laggard_backlog"  # the app's one Backlog, kept on the app (it lives as long as the app)
+GRACE_POLL_S = 0.25  # while no grace runs, how often the grace's loop looks whether one started
+GRACE_MIN_SLEEP_S = 0.02  # how late a grace may end on Faust, at most (a due one the agent's lock put off)
+ENDS_EVERY_S = 0.5  # how often the ends a seek made unknown are asked of the broker
 
 
 def backlog_of(app: faust.App, every_s: float) -> Backlog:
@@ -64,6 +72,42 @@ def backlog_of(app: faust.App, every_s: float) -> Backlog:
     return backlog
 
 
+def caught_up_of(app: faust.App, view: TakenView, topic: str, settings: Settings, name: str
+                 ) -> Callable[[Hashable], bool] | None:
+    """``IdleClock``'s ``caught_up`` for partition ``p`` of ``topic``, from the agent ``name``'s own ``view`` (None
+    when the grace or idleness is off). The view hears of the app's assignments and seeks from here on; the ends a
+    seek made unknown are asked of the broker on a timer, and a fetch's high-water, read at each check, keeps them
+    current (aiokafka keeps it from each fetch; the view takes it only if higher than an end asked since the seek)."""
+    if settings.caught_up_grace_s <= 0 or settings.idle_stream_timeout_s <= 0:
+        return None
+    watch(app, view)
+
+    async def ask_ends() -> None:
+        unknown = view.unknown_ends()
+        if app.should_stop or not unknown:
+            return
+        asked = view.mark()
+        try:
+            found = await app.consumer.highwaters(*(TP(*tp) for tp in unknown))
+        except Exception as exc:  # not started, stopping, the broker away: unknown, the idle timeout applies
+            log.debug("end offsets of %s unknown: %r", unknown, exc)
+            return
+        for tp, end in found.items():
+            view.ended((tp.topic, tp.partition), end, asked)
+
+    app.timer(interval=ENDS_EVERY_S, name=f"{name}_asks_ends")(ask_ends)
+
+    def caught_up(partition: Hashable) -> bool:
+        tp = (topic, cast(int, partition))
+        try:
+            view.seen(tp, app.consumer.highwater(TP(*tp)))
+        except Exception as exc:  # not started, not assigned, stopping: what the view knew stands
+            log.debug("high-water of %s unknown: %r", tp, exc)
+        return view.caught_up(tp)
+
+    return caught_up
+
+
 def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,
                work: Callable[[], Awaitable[None]]) -> None:
     """Run ``work`` under ``lock`` four times per idle timeout (not at all when idleness is off).
@@ -86,6 +130,26 @@ def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,
                 log.info("%s deferred: the worker is stopping", name)
 
     app.timer(interval=max(0.5, idle.after_s / 4), name=name)(tick)
+    if idle.caught_up is not None:
+        app.task(grace_loop(app, idle, tick), traced=False)
+
+
+def grace_loop(app: faust.App, idle: IdleClock, tick: Callable[[], Awaitable[None]]
+               ) -> Callable[[], Awaitable[None]]:
+    """A task that runs ``tick`` when a caught-up stream's grace ends (``IdleClock.due``): Faust's timers run at
+    fixed intervals, so one short enough for the grace would wake the loop all the time. This sleeps until the
+    grace is due, and while none runs looks every ``GRACE_POLL_S`` whether one started (a grace is 0.5 s)."""
+
+    async def loop() -> None:
+        while not app.should_stop:
+            due = idle.due()
+            if due is not None and time.monotonic() >= due:
+                await tick()  # stands down while the agent holds the lock: it checks by itself
+                due = idle.due()
+            wait = GRACE_POLL_S if due is None else due - time.monotonic()
+            await app.sleep(min(GRACE_POLL_S, max(GRACE_MIN_SLEEP_S, wait)))
+
+    return loop
 
 
 def clear_on_revoke(app: faust.App, idle: IdleClock, topics: tuple[str, ...]) -> None:

@@ -1,0 +1,231 @@
+"""The caught-up grace on the Faust worker asks each agent's own view of what it took (streams.agents.taken), which
+every revocation, assignment and seek makes unknown again; the app's one shared ``Backlog`` could not say that
+(main kept the grace off the Faust worker for it: docs/scale.md, session 13's review).
+
+Driven with a FAKE app (records the signal handlers and timers: no Faust worker runs in unit tests) and a FAKE
+consumer (answers ends, records seeks; its seeks are wrapped by the real ``notify_seeks``); the agents' state life
+cycle (``PartitionStates``: admit, contiguity, revocation) and ``caught_up_of`` are the real code. Each scenario
+below would claim "caught up" from the shared backlog (which noted every record read, and kept positions across
+seeks and rebalances), while records were about to be read again or this agent had not read them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable
+from types import SimpleNamespace
+from typing import Any
+
+from faust.types.tuples import TP
+
+from streams.agents.checkpoint import PartitionStates
+from streams.agents.commit import replay_uncommitted
+from streams.agents.idleness import caught_up_of
+from streams.agents.seeks import notify_seeks, views_of
+from streams.core.events import JobStart
+from streams.core.stages import NormalizeStage
+from streams.serde import codec
+from streams.settings import Settings
+
+JOB, TASK = "job-events", "task-events"
+SETTINGS = Settings(caught_up_grace_s=0.5)
+
+
+class FakeConsumer:
+    """Faust's consumer, as far as the views need it: each partition's end (the broker's, and the high-water of
+    its latest fetch, which may be older), and seeks."""
+
+    def __init__(self, ends: dict[tuple[str, int], int]) -> None:
+        self.ends = dict(ends)  # the broker's log ends
+        self.fetched = dict(ends)  # the high-water of each partition's latest fetch
+        self.committed: dict[TP, int | None] = {}
+        self.seeks: list[tuple[TP, int]] = []
+        self.assigned: set[TP] = set()
+
+    def highwater(self, tp: TP) -> int | None:
+        return self.fetched.get((tp.topic, tp.partition))
+
+    async def highwaters(self, *tps: TP) -> dict[TP, int]:
+        return {tp: self.ends[(tp.topic, tp.partition)] for tp in tps}
+
+    async def seek_to_committed(self) -> dict[TP, int | None]:
+        return {tp: self.committed.get(tp) for tp in self.assigned}
+
+    async def seek_wait(self, partitions: dict[TP, int]) -> None:
+        self.seeks.extend(partitions.items())
+
+    async def _seek(self, tp: TP, offset: int) -> None:
+        self.seeks.append((tp, offset))
+
+    async def seek_to_beginning(self, *tps: TP) -> None:
+        self.seeks.extend((tp, 0) for tp in tps)
+
+    async def earliest_offsets(self, *tps: TP) -> dict[TP, int]:
+        return {tp: 0 for tp in tps}
+
+
+class FakeApp:
+    consumer_generation_id = 1
+    should_stop = False
+
+    def __init__(self, consumer: FakeConsumer) -> None:
+        self.revoked: list[Any] = []
+        self.assigned: list[Any] = []
+        self.timers: list[Callable[[], Any]] = []
+        self.on_partitions_revoked = SimpleNamespace(connect=self.revoked.append)
+        self.on_partitions_assigned = SimpleNamespace(connect=self.assigned.append)
+        self.flow_control = SimpleNamespace(is_active=lambda: True)
+        self.consumer = notify_seeks(consumer, views_of(self))
+
+    def timer(self, interval: float, name: str) -> Callable[[Callable[[], Any]], Callable[[], Any]]:
+        return lambda fn: self.timers.append(fn) or fn
+
+    async def assign(self, *tps: TP) -> None:
+        """A rebalance's end, as Faust runs it: the assignment signal, then the seek to committed offsets."""
+        self.consumer.assigned = set(tps)
+        for handler in self.assigned:
+            await handler(None, set(tps))
+        await self.consumer.seek_to_committed()
+
+    async def revoke(self, *tps: TP) -> None:
+        for handler in self.revoked:
+            await handler(None, set(tps))
+
+    async def ask_ends(self) -> None:
+        for timer in self.timers:
+            await timer()
+
+
+class FakeStream:
+    def __init__(self) -> None:
+        self.acked: list[int] = []
+
+    async def ack(self, event: Any) -> None:
+        self.acked.append(event.message.offset)
+
+
+def job_event(offset: int, partition: int = 0) -> Any:
+    message = SimpleNamespace(topic=JOB, partition=partition, offset=offset, tp=TP(JOB, partition), generation_id=1,
+                              key=b"j", value=codec.encode(JobStart(f"j{offset}", 1_000 + offset)), timestamp=None)
+    return SimpleNamespace(message=message)
+
+
+class Agent:
+    """One agent's states and its caught-up question, as normalise_tasks and predict_stragglers wire them."""
+
+    def __init__(self, app: FakeApp, name: str) -> None:
+        self.stream = FakeStream()
+        self.states: PartitionStates[NormalizeStage] = PartitionStates(
+            app, {}, lambda p: NormalizeStage(p, 1, 10, 100),  # type: ignore[arg-type]
+            (TASK, JOB), key=lambda p: f"{name}:{p}".encode())
+        caught_up = caught_up_of(app, self.states.taken, JOB, SETTINGS, name)  # type: ignore[arg-type]
+        assert caught_up is not None
+        self.caught_up: Callable[[Hashable], bool] = caught_up
+
+    async def read(self, *offsets: int) -> None:
+        for offset in offsets:
+            await self.states.admit(self.stream, job_event(offset), None, (JobStart,))  # type: ignore[arg-type]
+
+
+def world(ends: int = 3) -> tuple[FakeApp, Agent]:
+    app = FakeApp(FakeConsumer({(JOB, 0): ends, (TASK, 0): 0}))
+    return app, Agent(app, "normalise")
+
+
+def test_a_job_partition_read_to_the_end_the_broker_reported_is_caught_up_and_not_before() -> None:
+    async def scenario() -> list[bool]:
+        app, agent = world()
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        seen = [agent.caught_up(0)]  # nothing taken yet, no end asked since the seek
+        await agent.read(0, 1)
+        await app.ask_ends()
+        seen.append(agent.caught_up(0))  # one record unread
+        await agent.read(2)
+        seen.append(agent.caught_up(0))
+        app.consumer.fetched[(JOB, 0)] = 4  # a fetch saw one more
+        seen.append(agent.caught_up(0))
+        return seen
+
+    assert asyncio.run(scenario()) == [False, False, True, False]
+
+
+def test_a_revocation_then_the_same_partition_assigned_again_is_unknown_until_read_again_to_a_new_end() -> None:
+    async def scenario() -> list[bool]:
+        app, agent = world()
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await agent.read(0, 1, 2)
+        await app.ask_ends()
+        seen = [agent.caught_up(0)]
+        await app.revoke(TP(JOB, 0), TP(TASK, 0))
+        app.consumer.committed[TP(JOB, 0)] = 1  # the next worker committed up to 1; records 1 and 2 come again
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        seen.append(agent.caught_up(0))  # the fetch's high-water (3) is from before the seek: not taken
+        await agent.read(1)
+        await app.ask_ends()
+        seen.append(agent.caught_up(0))  # 2 is about to be read again
+        await agent.read(2)
+        seen.append(agent.caught_up(0))
+        return seen
+
+    assert asyncio.run(scenario()) == [True, False, False, True]
+
+
+def test_a_seek_back_makes_a_caught_up_partition_unknown_until_it_is_read_again() -> None:
+    """Seeks from ``replay_uncommitted`` (to the first record, after a rebalance with nothing committed) and from
+    the contiguity check (back to a record skipped at a rebalance, the later one refused, not taken)."""
+
+    async def scenario() -> list[bool]:
+        app, agent = world()
+        replay_uncommitted(app.consumer, lambda topic: True)
+        await app.assign(TP(JOB, 0), TP(TASK, 0))  # the first assignment: no seek to the first record
+        await agent.read(0, 1, 2)
+        await app.ask_ends()
+        seen = [agent.caught_up(0)]
+        await app.assign(TP(JOB, 0), TP(TASK, 0))  # a later one with nothing committed: sought to offset 0
+        await app.ask_ends()
+        seen.append(agent.caught_up(0))
+        other, other_agent = world()
+        await other.assign(TP(JOB, 0), TP(TASK, 0))
+        await other.ask_ends()
+        await other_agent.read(0, 2)  # 1 skipped: 2 refused, the partition sought back to 1
+        seen.append(other_agent.caught_up(0))
+        await other_agent.read(1)
+        seen.append(other_agent.caught_up(0))
+        await other.ask_ends()
+        await other_agent.read(2)
+        seen.append(other_agent.caught_up(0))
+        return [*seen, other.consumer.seeks == [(TP(JOB, 0), 1)], (TP(JOB, 0), 0) in app.consumer.seeks]
+
+    assert asyncio.run(scenario()) == [True, False, False, False, True, True, True]
+
+
+def test_two_agents_on_the_same_topic_are_caught_up_each_by_what_it_took() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        app, normalise = world()
+        predict = Agent(app, "predict")
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await app.ask_ends()
+        await normalise.read(0, 1, 2)
+        await predict.read(0)  # its batches lag the normaliser's
+        return normalise.caught_up(0), predict.caught_up(0)
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+def test_an_end_asked_before_a_seek_is_not_taken() -> None:
+    class SeekWhileAsking(FakeConsumer):
+        async def highwaters(self, *tps: TP) -> dict[TP, int]:
+            answer = await super().highwaters(*tps)
+            await app.consumer.seek_wait({TP(JOB, 0): 1})  # the contiguity check seeks while the question is out
+            return answer
+
+    async def scenario() -> bool:
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await agent.read(0, 1, 2)
+        await app.ask_ends()
+        await agent.read(2)  # a record fetched before the seek, taken after it (the state holds 1 already)
+        return agent.caught_up(0)
+
+    app = FakeApp(SeekWhileAsking({(JOB, 0): 3, (TASK, 0): 0}))
+    agent = Agent(app, "normalise")
+    assert asyncio.run(scenario()) is False
