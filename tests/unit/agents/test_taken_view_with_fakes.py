@@ -12,6 +12,7 @@ seeks and rebalances), while records were about to be read again or this agent h
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Hashable
 from types import SimpleNamespace
 from typing import Any
@@ -20,7 +21,8 @@ from faust.types.tuples import TP
 
 from streams.agents.checkpoint import PartitionStates
 from streams.agents.commit import replay_uncommitted
-from streams.agents.idleness import caught_up_of
+from streams.agents.idle_rules import IdleClock
+from streams.agents.idleness import caught_up_of, grace_loop
 from streams.agents.seeks import notify_seeks, views_of
 from streams.core.events import JobStart
 from streams.core.stages import NormalizeStage
@@ -229,3 +231,26 @@ def test_an_end_asked_before_a_seek_is_not_taken() -> None:
     app = FakeApp(SeekWhileAsking({(JOB, 0): 3, (TASK, 0): 0}))
     agent = Agent(app, "normalise")
     assert asyncio.run(scenario()) is False
+
+
+def test_the_grace_loop_works_once_a_grace_is_due_and_stops_with_the_app() -> None:
+    """Faust's side of the grace: no 20 ms timer, a task sleeping until ``IdleClock.due`` (FAKE app: its
+    ``should_stop`` and ``sleep``)."""
+    idle = IdleClock(60.0, caught_up=lambda stream: True, grace_s=0.05)
+    app = SimpleNamespace(should_stop=False, sleep=asyncio.sleep)
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        ticks.append(time.monotonic())
+        if idle.overdue("job-events:0", blocking=True):
+            app.should_stop = True
+
+    async def scenario() -> float:
+        started = time.monotonic()
+        assert not idle.overdue("job-events:0", blocking=True)  # the block starts, caught up: the grace runs
+        await asyncio.wait_for(grace_loop(app, idle, tick)(), timeout=5.0)  # type: ignore[arg-type]
+        return started
+
+    started = asyncio.run(scenario())
+    assert ticks and ticks[0] - started >= 0.05  # not before the grace ended
+    assert app.should_stop and idle.why == "caught up"
