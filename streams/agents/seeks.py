@@ -3,10 +3,10 @@
 Seeks come from several places: Faust's ``seek_to_committed`` after each assignment, ``replay_uncommitted``
 (streams.agents.commit) seeking partitions with nothing committed to their first record, the contiguity check
 seeking back to a record skipped at a rebalance (streams.agents.checkpoint), a table's recovery. They all go
-through the Faust consumer's ``seek_to_committed``, ``seek_wait``, ``_seek`` (behind ``seek``) or
-``seek_to_beginning``, so ``notify_seeks`` wraps those four on the consumer, and a view hears of every seek
-whoever asked for it. It hears both before and after the seek: a record taken meanwhile, or an end asked
-meanwhile, does not count.
+through the Faust consumer's ``seek_to_committed``, ``seek_wait`` or ``_seek`` (behind ``seek``; and
+``seek_to_beginning`` where a consumer has it: faust-streaming 0.15's has not), so ``notify_seeks`` wraps those
+on the consumer, and a view hears of every seek whoever asked for it. It hears both before and after the seek: a
+record taken meanwhile, or an end asked meanwhile, does not count.
 """
 
 from __future__ import annotations
@@ -63,8 +63,13 @@ def notify_seeks(consumer: Any, views: list[TakenView]) -> Any:
 
         return seeking
 
-    consumer.seek_to_committed = around(consumer.seek_to_committed, lambda: None)  # every assigned partition
-    consumer.seek_wait = around(consumer.seek_wait, lambda partitions: list(partitions))
-    consumer._seek = around(consumer._seek, lambda partition, offset: [partition])
-    consumer.seek_to_beginning = around(consumer.seek_to_beginning, lambda *partitions: partitions or None)
+    which: dict[str, Callable[..., Iterable[Any] | None]] = {
+        "seek_to_committed": lambda: None,  # every assigned partition
+        "seek_wait": lambda partitions: list(partitions),
+        "_seek": lambda partition, offset: [partition],
+        "seek_to_beginning": lambda *partitions: partitions or None,  # on the thread, not Faust's consumer (0.15)
+    }
+    for name, partitions in which.items():
+        if name != "seek_to_beginning" or hasattr(consumer, name):  # the others must be there: the views rely on them
+            setattr(consumer, name, around(getattr(consumer, name), partitions))
     return consumer

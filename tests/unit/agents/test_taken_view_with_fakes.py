@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from faust.types.tuples import TP
 
 from streams.agents.checkpoint import PartitionStates
@@ -24,6 +25,7 @@ from streams.agents.commit import replay_uncommitted
 from streams.agents.idle_rules import IdleClock
 from streams.agents.idleness import caught_up_of, grace_loop
 from streams.agents.seeks import notify_seeks, views_of
+from streams.agents.taken import TakenView
 from streams.core.events import JobStart
 from streams.core.stages import NormalizeStage
 from streams.serde import codec
@@ -254,3 +256,37 @@ def test_the_grace_loop_works_once_a_grace_is_due_and_stops_with_the_app() -> No
     started = asyncio.run(scenario())
     assert ticks and ticks[0] - started >= 0.05  # not before the grace ended
     assert app.should_stop and idle.why == "caught up"
+
+
+
+class WithoutSeekToBeginning:
+    """FAKE: the seeks faust-streaming 0.15's consumer has (no ``seek_to_beginning``)."""
+
+    async def seek_to_committed(self) -> dict[TP, int]:
+        return {}
+
+    async def seek_wait(self, partitions: dict[TP, int]) -> None:
+        pass
+
+    async def _seek(self, tp: TP, offset: int) -> None:
+        pass
+
+
+def test_the_seeks_the_views_hear_of_are_the_ones_fausts_consumer_has() -> None:
+    """A Faust upgrade that renamed one would leave the views deaf to its seeks: ``notify_seeks`` then fails at
+    start-up instead; ``seek_to_beginning`` is wrapped only where the consumer has it (Faust's has not)."""
+    from faust.transport.drivers.aiokafka import Consumer
+
+    for name in ("seek_to_committed", "seek_wait", "_seek"):
+        assert callable(getattr(Consumer, name))
+    assert not hasattr(Consumer, "seek_to_beginning")
+    with pytest.raises(AttributeError):
+        notify_seeks(SimpleNamespace(seek_to_committed=None, seek_wait=None), [])
+    view = TakenView((JOB,))
+    consumer = notify_seeks(WithoutSeekToBeginning(), [view])
+    view.assign([(JOB, 0)])
+    view.ended((JOB, 0), 1, view.mark())
+    view.took((JOB, 0), 0)
+    assert view.caught_up((JOB, 0))
+    asyncio.run(consumer._seek(TP(JOB, 0), 0))  # Faust's ``seek`` goes through it
+    assert not view.caught_up((JOB, 0)) and not hasattr(consumer, "seek_to_beginning")
