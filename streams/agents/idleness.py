@@ -36,7 +36,8 @@ ENDS_EVERY_S = 0.5  # how often the ends a seek made unknown are asked of the br
 def backlog_of(app: faust.App, every_s: float) -> Backlog:
     """The worker's one ``Backlog`` of its input topics (the agents share it: the ranking asks about the partitions
     the normaliser reads); the agents note what they processed, a timer of its own (every ``every_s / 4``
-    seconds, none when idleness is off) asks the consumer the rest.
+    seconds, none when idleness is off) asks the consumer the rest. It says whether a stream is *behind* only
+    (it hears of no seek): the caught-up grace asks each agent's own view (``caught_up_of``).
 
     Where a partition not processed yet starts is Faust's committed offset, where the assignment sought it
     (``_committed_offset``, faust-streaming 0.15: Faust's read offset runs ahead of what its buffers and an

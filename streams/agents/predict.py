@@ -61,7 +61,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         lambda p: PredictStage(PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us), p,
                                wait_for_job_events=settings.wait_for_job_events),
         TOPICS, key=lambda p: f"predict:{p}".encode())
-    # The app's one backlog: normalise_tasks notes what it processed (Faust runs both agents on every worker).
+    # Behind: the app's one backlog, where normalise_tasks notes what it processed (Faust runs both agents on every
+    # worker).
     backlog = backlog_of(app, settings.idle_stream_timeout_s)
     # The grace asks this agent's own view of what it took, not the normaliser's (streams.agents.taken).
     idle = IdleClock(settings.idle_stream_timeout_s,
