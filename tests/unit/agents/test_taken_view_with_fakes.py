@@ -235,6 +235,56 @@ def test_an_end_asked_before_a_seek_is_not_taken() -> None:
     assert asyncio.run(scenario()) is False
 
 
+def test_a_record_refused_after_a_seek_back_is_not_taken() -> None:
+    """The guard is the contiguity check before ``took``: a record fetched before the seek back and refused (a
+    Wait) must not count, as the shared backlog counted every record read (review of h59)."""
+
+    async def scenario() -> bool:
+        app, agent = world(ends=4)
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await agent.read(0, 2)  # 1 skipped: 2 refused, sought back to 1
+        await app.ask_ends()  # end 4 learnt after the seek
+        await agent.read(3)  # fetched before the seek: refused (a Wait), must not count
+        return agent.caught_up(0)
+
+    assert asyncio.run(scenario()) is False
+
+
+def test_a_stale_record_is_not_taken() -> None:
+    """The other guard before ``took``: a record fetched in an older generation is dropped as stale."""
+
+    async def scenario() -> bool:
+        app, agent = world(ends=3)
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await app.ask_ends()
+        await agent.read(0, 1)
+        type(app).consumer_generation_id = 2  # a rebalance happened; 2 was fetched in generation 1
+        try:
+            await agent.read(2)
+        finally:
+            type(app).consumer_generation_id = 1
+        return agent.caught_up(0)
+
+    assert asyncio.run(scenario()) is False
+
+
+def test_a_revoked_partition_is_unknown_before_it_is_assigned_again() -> None:
+    """The revocation itself forgets the partition (``PartitionStates._forget_revoked``), not only the
+    re-assignment that follows: between the two, no grace may run on it."""
+
+    async def scenario() -> list[bool]:
+        app, agent = world()
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await agent.read(0, 1, 2)
+        await app.ask_ends()
+        seen = [agent.caught_up(0)]
+        await app.revoke(TP(JOB, 0), TP(TASK, 0))
+        seen.append(agent.caught_up(0))
+        return [*seen, (JOB, 0) in agent.states.taken.assigned]
+
+    assert asyncio.run(scenario()) == [True, False, False]
+
+
 def test_the_grace_loop_works_once_a_grace_is_due_and_stops_with_the_app() -> None:
     """Faust's side of the grace: no 20 ms timer, a task sleeping until ``IdleClock.due`` (FAKE app: its
     ``should_stop`` and ``sleep``)."""
