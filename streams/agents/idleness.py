@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
@@ -28,8 +29,7 @@ from streams.settings import Settings
 log = logging.getLogger(__name__)
 INPUTS = (TASK_EVENTS.name, JOB_EVENTS.name, RANKING_FEED.name)
 BACKLOG_ATTRIBUTE = "_laggard_backlog"  # the app's one Backlog, kept on the app (it lives as long as the app)
-GRACE_POLL_S = 0.25  # while no grace runs, how often the grace's loop looks whether one started
-GRACE_MIN_SLEEP_S = 0.02  # how late a grace may end on Faust, at most (a due one the agent's lock put off)
+GRACE_MIN_SLEEP_S = 0.02  # the grace loop's sleep floor: how late a due grace the agent's lock put off may end
 ENDS_EVERY_S = 0.5  # how often the ends a seek made unknown are asked of the broker
 
 
@@ -73,8 +73,40 @@ def backlog_of(app: faust.App, every_s: float) -> Backlog:
     return backlog
 
 
+class ViewCaughtUp:
+    """``IdleClock``'s ``caught_up`` for the partitions of ``topic``, from an agent's own ``view``; ``on_end``, when
+    set, is called whenever an end is learnt from the broker (the grace's loop then checks at once)."""
+
+    def __init__(self, app: faust.App, view: TakenView, topic: str) -> None:
+        self.app, self.view, self.topic = app, view, topic
+        self.on_end: Callable[[], None] | None = None
+
+    async def ask_ends(self) -> None:
+        """Ask the broker the ends a seek made unknown."""
+        unknown = self.view.unknown_ends()
+        if self.app.should_stop or not unknown:
+            return
+        asked = self.view.mark()
+        try:
+            found = await self.app.consumer.highwaters(*(TP(*tp) for tp in unknown))
+        except Exception as exc:  # not started, stopping, the broker away: unknown, the idle timeout applies
+            log.debug("end offsets of %s unknown: %r", unknown, exc)
+            return
+        learnt = [self.view.ended((tp.topic, tp.partition), end, asked) for tp, end in found.items()]
+        if any(learnt) and self.on_end is not None:
+            self.on_end()
+
+    def __call__(self, partition: Hashable) -> bool:
+        tp = (self.topic, cast(int, partition))
+        try:
+            self.view.seen(tp, self.app.consumer.highwater(TP(*tp)))
+        except Exception as exc:  # not started, not assigned, stopping: what the view knew stands
+            log.debug("high-water of %s unknown: %r", tp, exc)
+        return self.view.caught_up(tp)
+
+
 def caught_up_of(app: faust.App, view: TakenView, topic: str, settings: Settings, name: str
-                 ) -> Callable[[Hashable], bool] | None:
+                 ) -> ViewCaughtUp | None:
     """``IdleClock``'s ``caught_up`` for partition ``p`` of ``topic``, from the agent ``name``'s own ``view`` (None
     when the grace or idleness is off). The view hears of the app's assignments and seeks from here on; the ends a
     seek made unknown are asked of the broker on a timer, and a fetch's high-water, read at each check, keeps them
@@ -82,30 +114,8 @@ def caught_up_of(app: faust.App, view: TakenView, topic: str, settings: Settings
     if settings.caught_up_grace_s <= 0 or settings.idle_stream_timeout_s <= 0:
         return None
     watch(app, view)
-
-    async def ask_ends() -> None:
-        unknown = view.unknown_ends()
-        if app.should_stop or not unknown:
-            return
-        asked = view.mark()
-        try:
-            found = await app.consumer.highwaters(*(TP(*tp) for tp in unknown))
-        except Exception as exc:  # not started, stopping, the broker away: unknown, the idle timeout applies
-            log.debug("end offsets of %s unknown: %r", unknown, exc)
-            return
-        for tp, end in found.items():
-            view.ended((tp.topic, tp.partition), end, asked)
-
-    app.timer(interval=ENDS_EVERY_S, name=f"{name}_asks_ends")(ask_ends)
-
-    def caught_up(partition: Hashable) -> bool:
-        tp = (topic, cast(int, partition))
-        try:
-            view.seen(tp, app.consumer.highwater(TP(*tp)))
-        except Exception as exc:  # not started, not assigned, stopping: what the view knew stands
-            log.debug("high-water of %s unknown: %r", tp, exc)
-        return view.caught_up(tp)
-
+    caught_up = ViewCaughtUp(app, view, topic)
+    app.timer(interval=ENDS_EVERY_S, name=f"{name}_asks_ends")(caught_up.ask_ends)
     return caught_up
 
 
@@ -137,18 +147,38 @@ def idle_timer(app: faust.App, idle: IdleClock, lock: asyncio.Lock, name: str,
 
 def grace_loop(app: faust.App, idle: IdleClock, tick: Callable[[], Awaitable[None]]
                ) -> Callable[[], Awaitable[None]]:
-    """A task that runs ``tick`` when a caught-up stream's grace ends (``IdleClock.due``): Faust's timers run at
-    fixed intervals, so one short enough for the grace would wake the loop all the time. This sleeps until the
-    grace is due, and while none runs looks every ``GRACE_POLL_S`` whether one started (a grace is 0.5 s)."""
+    """A task that runs ``tick`` when a caught-up stream's grace ends (``IdleClock.grace_ends``), and once right
+    after an end is learnt from the broker (``ViewCaughtUp.on_end``: what may make a blocking stream caught up
+    without a record processed, which checks by itself). Faust's timers run at fixed intervals, so one short
+    enough for the grace would wake the loop all the time. This sleeps until the running grace ends, or until a
+    grace starts (``IdleClock.on_grace``) or an end is learnt; when nothing wakes it, it looks again at the idle
+    timer's cadence (``idle.after_s / 4``), and the idle timeout is checked by that timer alone, as before."""
 
     async def loop() -> None:
+        wake = asyncio.Event()
+        learnt = False
+
+        def on_end() -> None:
+            nonlocal learnt
+            learnt = True
+            wake.set()
+
+        idle.on_grace = wake.set
+        if isinstance(idle.caught_up, ViewCaughtUp):
+            idle.caught_up.on_end = on_end
+        every_s = max(0.5, idle.after_s / 4)
         while not app.should_stop:
-            due = idle.due()
-            if due is not None and time.monotonic() >= due:
+            wake.clear()  # before the tick: what happens during it wakes the next wait at once
+            ends = idle.grace_ends()
+            if learnt or (ends is not None and time.monotonic() >= ends):
+                learnt = False
                 await tick()  # stands down while the agent holds the lock: it checks by itself
-                due = idle.due()
-            wait = GRACE_POLL_S if due is None else due - time.monotonic()
-            await app.sleep(min(GRACE_POLL_S, max(GRACE_MIN_SLEEP_S, wait)))
+                ends = idle.grace_ends()
+                if app.should_stop:
+                    return
+            wait = every_s if ends is None else min(every_s, ends - time.monotonic())
+            with contextlib.suppress(TimeoutError):  # nothing woke it: look again
+                await asyncio.wait_for(wake.wait(), max(GRACE_MIN_SLEEP_S, wait))
 
     return loop
 

@@ -87,12 +87,13 @@ class TakenView:
         """Take before asking the broker for ends: ``ended`` accepts an answer only if no seek came since."""
         return self._count
 
-    def ended(self, tp: Partition, end: int | None, asked: int) -> None:
-        """The end of ``tp`` as the broker answered a question asked at ``asked`` (``mark``)."""
+    def ended(self, tp: Partition, end: int | None, asked: int) -> bool:
+        """The end of ``tp`` as the broker answered a question asked at ``asked`` (``mark``); whether it was taken."""
         key = _key(tp)
         if end is None or asked < max(self._reset_all, self._reset.get(key, 0)):
-            return
+            return False
         self._end[key] = max(end, self._end.get(key, end))
+        return True
 
     def seen(self, tp: Partition, end: int | None) -> None:
         """An end of unknown age (the high-water of the latest fetch): counts once an end asked after the latest

@@ -309,6 +309,56 @@ def test_the_grace_loop_works_once_a_grace_is_due_and_stops_with_the_app() -> No
 
 
 
+def test_the_grace_loop_does_not_tick_while_a_stream_blocks_without_being_caught_up() -> None:
+    """Live, task events wait on the job stream almost all the time: the loop must not run the agent's release
+    under its lock every quarter grace for that (review of h59: ~8 times a second per agent); the idle timeout
+    is the idle timer's, every ``after_s / 4``."""
+    idle = IdleClock(60.0, caught_up=lambda stream: False, grace_s=0.05)
+    app = SimpleNamespace(should_stop=False, sleep=asyncio.sleep)
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        ticks.append(time.monotonic())
+
+    async def scenario() -> None:
+        assert not idle.overdue("job-events:0", blocking=True)  # blocks, not caught up: no grace
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(grace_loop(app, idle, tick)(), timeout=0.4)  # type: ignore[arg-type]
+
+    asyncio.run(scenario())
+    assert ticks == []
+
+
+def test_an_end_learnt_wakes_the_grace_loop_which_then_ends_the_grace_it_started() -> None:
+    """A blocking job partition read to its end becomes caught up when its end is learnt, without a record: the
+    loop checks once right then (the grace starts), and again when the grace ends."""
+
+    async def scenario() -> tuple[list[float], float]:
+        app, agent = world()
+        app.should_stop = False
+        idle = IdleClock(60.0, caught_up=agent.caught_up, grace_s=0.05)
+        ticks: list[float] = []
+
+        async def tick() -> None:
+            ticks.append(time.monotonic())
+            if idle.overdue(0, blocking=True):
+                app.should_stop = True
+
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await agent.read(0, 1, 2)
+        assert not idle.overdue(0, blocking=True)  # no end asked since the seek: not caught up
+        loop = asyncio.create_task(grace_loop(app, idle, tick)())  # type: ignore[arg-type]
+        await asyncio.sleep(0.2)
+        assert ticks == []
+        asked = time.monotonic()
+        await app.ask_ends()
+        await asyncio.wait_for(loop, timeout=5.0)
+        return ticks, asked
+
+    ticks, asked = asyncio.run(scenario())
+    assert len(ticks) == 2 and ticks[0] - asked < 1.0 and ticks[1] - ticks[0] >= 0.05
+
+
 class WithoutSeekToBeginning:
     """FAKE: the seeks faust-streaming 0.15's consumer has (no ``seek_to_beginning``)."""
 
