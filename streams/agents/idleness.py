@@ -83,7 +83,7 @@ class ViewCaughtUp:
 
     async def ask_ends(self) -> None:
         """Ask the broker the ends a seek made unknown."""
-        unknown = self.view.unknown_ends()
+        unknown = [tp for tp in self.view.unknown_ends() if tp[0] == self.topic]  # the grace asks this topic only
         if self.app.should_stop or not unknown:
             return
         asked = self.view.mark()

@@ -54,20 +54,20 @@ def notify_seeks(consumer: Any, views: list[TakenView]) -> Any:
 
     def around(seek: Callable[..., Awaitable[Any]], which: Callable[..., Iterable[Any] | None]
                ) -> Callable[..., Awaitable[Any]]:
-        async def seeking(*args: Any) -> Any:
-            tell(which(*args))
+        async def seeking(*args: Any, **kwargs: Any) -> Any:
+            tell(which(*args, **kwargs))
             try:
-                return await seek(*args)
+                return await seek(*args, **kwargs)
             finally:
-                tell(which(*args))
+                tell(which(*args, **kwargs))
 
         return seeking
 
     which: dict[str, Callable[..., Iterable[Any] | None]] = {
-        "seek_to_committed": lambda: None,  # every assigned partition
-        "seek_wait": lambda partitions: list(partitions),
-        "_seek": lambda partition, offset: [partition],
-        "seek_to_beginning": lambda *partitions: partitions or None,  # on the thread, not Faust's consumer (0.15)
+        "seek_to_committed": lambda **_: None,  # every assigned partition
+        "seek_wait": lambda partitions, **_: list(partitions),
+        "_seek": lambda partition, offset, **_: [partition],
+        "seek_to_beginning": lambda *partitions, **_: partitions or None,  # on the thread, not Faust's consumer (0.15)
     }
     for name, partitions in which.items():
         if name != "seek_to_beginning" or hasattr(consumer, name):  # the others must be there: the views rely on them

@@ -58,8 +58,8 @@ class FakeConsumer:
     async def seek_wait(self, partitions: dict[TP, int]) -> None:
         self.seeks.extend(partitions.items())
 
-    async def _seek(self, tp: TP, offset: int) -> None:
-        self.seeks.append((tp, offset))
+    async def _seek(self, partition: TP, offset: int) -> None:  # Faust's parameter names
+        self.seeks.append((partition, offset))
 
     async def seek_to_beginning(self, *tps: TP) -> None:
         self.seeks.extend((tp, 0) for tp in tps)
@@ -379,7 +379,6 @@ def test_the_seeks_the_views_hear_of_are_the_ones_fausts_consumer_has() -> None:
 
     for name in ("seek_to_committed", "seek_wait", "_seek"):
         assert callable(getattr(Consumer, name))
-    assert not hasattr(Consumer, "seek_to_beginning")
     with pytest.raises(AttributeError):
         notify_seeks(SimpleNamespace(seek_to_committed=None, seek_wait=None), [])
     view = TakenView((JOB,))
@@ -390,3 +389,45 @@ def test_the_seeks_the_views_hear_of_are_the_ones_fausts_consumer_has() -> None:
     assert view.caught_up((JOB, 0))
     asyncio.run(consumer._seek(TP(JOB, 0), 0))  # Faust's ``seek`` goes through it
     assert not view.caught_up((JOB, 0)) and not hasattr(consumer, "seek_to_beginning")
+
+
+def test_seek_to_beginning_is_wrapped_where_the_consumer_has_it_and_keyword_arguments_pass_through() -> None:
+    view = TakenView((JOB,))
+    fake = FakeConsumer({(JOB, 0): 1})
+    consumer = notify_seeks(fake, [view])
+
+    def caught_up_again() -> bool:
+        view.ended((JOB, 0), 1, view.mark())
+        view.took((JOB, 0), 0)
+        return view.caught_up((JOB, 0))
+
+    view.assign([(JOB, 0)])
+    seen = [caught_up_again()]
+    asyncio.run(consumer.seek_to_beginning(TP(JOB, 0)))
+    seen.append(view.caught_up((JOB, 0)))
+    seen.append(caught_up_again())
+    asyncio.run(consumer._seek(partition=TP(JOB, 0), offset=0))  # by keyword: passed through, and heard
+    seen.append(view.caught_up((JOB, 0)))
+    seen.append(caught_up_again())
+    asyncio.run(consumer.seek_wait(partitions={TP(JOB, 0): 0}))
+    seen.append(view.caught_up((JOB, 0)))
+    assert seen == [True, False, True, False, True, False]
+    assert fake.seeks == [(TP(JOB, 0), 0)] * 3
+
+
+def test_the_ends_asked_are_the_job_partitions_only() -> None:
+    asked: list[TP] = []
+
+    class Asked(FakeConsumer):
+        async def highwaters(self, *tps: TP) -> dict[TP, int]:
+            asked.extend(tps)
+            return await super().highwaters(*tps)
+
+    async def scenario() -> list[TP]:
+        app = FakeApp(Asked({(JOB, 0): 3, (TASK, 0): 0}))
+        Agent(app, "normalise")
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await app.ask_ends()
+        return asked
+
+    assert asyncio.run(scenario()) == [TP(JOB, 0)]
