@@ -284,6 +284,11 @@ class PartitionStates(Generic[S]):
                 await self.on_load(partition, state, restored)
             if restored:
                 log.info("%r resumes from its checkpoint at %s", checkpointer.key, checkpointer.offsets)
+                # The state holds what its checkpoint covers: taken, so a job partition with nothing to re-read
+                # after a restart can be caught up without waiting for its next record (streams.agents.taken).
+                for source, offset in checkpointer.offsets.items():
+                    topic, _, number = source.rpartition(":")
+                    self.taken.took((topic, int(number)), offset)
             self._slots[partition] = Slot(partition, state, checkpointer)
         return self._slots[partition]
 

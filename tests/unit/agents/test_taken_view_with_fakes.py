@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from faust.types.tuples import TP
 
-from streams.agents.checkpoint import PartitionStates
+from streams.agents.checkpoint import PartitionStates, pack
 from streams.agents.commit import replay_uncommitted
 from streams.agents.idle_rules import IdleClock
 from streams.agents.idleness import caught_up_of, grace_loop
@@ -117,10 +117,10 @@ def job_event(offset: int, partition: int = 0) -> Any:
 class Agent:
     """One agent's states and its caught-up question, as normalise_tasks and predict_stragglers wire them."""
 
-    def __init__(self, app: FakeApp, name: str) -> None:
+    def __init__(self, app: FakeApp, name: str, table: dict[bytes, Any] | None = None) -> None:
         self.stream = FakeStream()
         self.states: PartitionStates[NormalizeStage] = PartitionStates(
-            app, {}, lambda p: NormalizeStage(p, 1, 10, 100),  # type: ignore[arg-type]
+            app, {} if table is None else table, lambda p: NormalizeStage(p, 1, 10, 100),  # type: ignore[arg-type]
             (TASK, JOB), key=lambda p: f"{name}:{p}".encode())
         caught_up = caught_up_of(app, self.states.taken, JOB, SETTINGS, name)  # type: ignore[arg-type]
         assert caught_up is not None
@@ -283,6 +283,26 @@ def test_a_revoked_partition_is_unknown_before_it_is_assigned_again() -> None:
         return [*seen, (JOB, 0) in agent.states.taken.assigned]
 
     assert asyncio.run(scenario()) == [True, False, False]
+
+
+def test_a_checkpoint_restored_counts_as_taken_so_a_partition_with_nothing_to_re_read_is_caught_up() -> None:
+    """After a restart whose committed offset is the job partition's end, no job record comes again: what the
+    restored checkpoint covers is taken, so the grace need not wait 60 s for the partition's next record."""
+
+    async def scenario() -> list[bool]:
+        app = FakeApp(FakeConsumer({(JOB, 0): 3, (TASK, 0): 0}))
+        table = {b"normalise:0": pack(NormalizeStage(0, 1, 10, 100).snapshot(), {f"{JOB}:0": 2})}
+        agent = Agent(app, "normalise", table)
+        await app.assign(TP(JOB, 0), TP(TASK, 0))
+        await app.ask_ends()
+        seen = [agent.caught_up(0)]
+        await agent.states.get(0)  # the partition's first event (a task event) loads its state
+        seen.append(agent.caught_up(0))
+        app.consumer.fetched[(JOB, 0)] = app.consumer.ends[(JOB, 0)] = 4  # a job event since
+        seen.append(agent.caught_up(0))
+        return seen
+
+    assert asyncio.run(scenario()) == [False, True, False]
 
 
 def test_the_grace_loop_works_once_a_grace_is_due_and_stops_with_the_app() -> None:
