@@ -22,11 +22,13 @@ equal. When in doubt (nothing taken since the seek, no answer yet) it is not, an
 >>> view.assign([("job-events", 0), ("task-events", 0)]); sorted(view.assigned)
 [('job-events', 0)]
 >>> asked = view.mark(); view.took(("job-events", 0), 41); view.ended(("job-events", 0), 42, asked)
+True
 >>> view.caught_up(("job-events", 0))
 True
 >>> view.sought([("job-events", 0)]); view.caught_up(("job-events", 0))  # about to be read again
 False
->>> view.took(("job-events", 0), 41); view.ended(("job-events", 0), 42, asked)  # asked before the seek
+>>> view.took(("job-events", 0), 41); view.ended(("job-events", 0), 42, asked)  # asked before the seek: not taken
+False
 >>> view.caught_up(("job-events", 0)), view.unknown_ends()
 (False, [('job-events', 0)])
 """
