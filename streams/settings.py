@@ -102,8 +102,10 @@ class Settings(BaseSettings):
                                "before it is declared idle, as after LAGGARD_IDLE_STREAM_TIMEOUT_S (Kafka Streams' "
                                "max.task.idle.ms); long enough for a record sent with the ones that passed the "
                                "boundary to reach the broker and a fetch. A stream behind, or whose state this "
-                               "worker cannot see, keeps the timeout. Direct engine only (the Faust worker keeps "
-                               "the timeout). 0: off; no effect when the timeout is 0"
+                               "worker cannot see, keeps the timeout. Both engines: the direct engine requires the "
+                               "job and the task partitions read to their ends, the Faust worker asks only the "
+                               "job partition; a job partition with nothing taken since its latest seek keeps the "
+                               "timeout. 0: off; no effect when the timeout is 0"
     )
     policy: str = Field("pcores", description="blacklist policy, a name of streams.core.decision.registry.POLICIES")
     min_tasks: int = Field(5, ge=1)

@@ -54,6 +54,7 @@ from streams.agents.envelope import ENVELOPE_FORMAT as ENVELOPE_FORMAT  # re-exp
 from streams.agents.envelope import Stateful
 from streams.agents.envelope import pack as pack
 from streams.agents.envelope import unpack as unpack
+from streams.agents.taken import TakenView
 from streams.health import ReadProgress
 
 log = logging.getLogger(__name__)
@@ -271,6 +272,7 @@ class PartitionStates(Generic[S]):
         self.app, self.table, self.make, self.topics, self.key, self.on_load = app, table, make, topics, key, on_load
         self._slots: dict[int, Slot[S]] = {}
         self.contiguity = Contiguity()
+        self.taken = TakenView(topics)  # what this agent took: its caught-up grace asks (streams.agents.taken)
         on_revoke(app, self._forget_revoked)
 
     async def get(self, partition: int) -> Slot[S]:
@@ -282,6 +284,11 @@ class PartitionStates(Generic[S]):
                 await self.on_load(partition, state, restored)
             if restored:
                 log.info("%r resumes from its checkpoint at %s", checkpointer.key, checkpointer.offsets)
+                # The state holds what its checkpoint covers: taken, so a job partition with nothing to re-read
+                # after a restart can be caught up without waiting for its next record (streams.agents.taken).
+                for source, offset in checkpointer.offsets.items():
+                    topic, _, number = source.rpartition(":")
+                    self.taken.took((topic, int(number)), offset)
             self._slots[partition] = Slot(partition, state, checkpointer)
         return self._slots[partition]
 
@@ -309,11 +316,13 @@ class PartitionStates(Generic[S]):
             return None
         slot = await self.get(event.message.partition)
         if slot.checkpointer.covered(event):
+            self.taken.took((event.message.topic, event.message.partition), event.message.offset)
             await stream.ack(event)
             return None
         if not await self._continues(slot.checkpointer, event):
             return None
         slot.checkpointer.hold(event)
+        self.taken.took((event.message.topic, event.message.partition), event.message.offset)
         record = await decode_or_dead_letter(event, dead_letters, expected)
         return None if record is None else Admitted(slot, record)
 
@@ -352,6 +361,7 @@ class PartitionStates(Generic[S]):
             generation is not None and generation != self.app.consumer_generation_id)
 
     async def _forget_revoked(self, revoked: set[TP]) -> None:
+        self.taken.revoke((tp.topic, tp.partition) for tp in revoked)
         for tp in revoked:
             if tp.topic in self.topics:
                 self._slots.pop(tp.partition, None)

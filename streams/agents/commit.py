@@ -50,6 +50,8 @@ from typing import Any
 import faust
 from prometheus_client import Counter
 
+from streams.agents.seeks import notify_seeks, views_of
+
 log = logging.getLogger(__name__)
 
 UNCONFIRMED_AT_COMMIT = Counter(
@@ -146,4 +148,6 @@ class CommitSafeApp(faust.App):
         return confirm_before_commit(super()._new_producer())
 
     def _new_consumer(self) -> Any:
-        return replay_uncommitted(super()._new_consumer(), lambda topic: bool(self.topics.acks_enabled_for(topic)))
+        # Every seek, Faust's or ours, is told to the agents' views of what they took (streams.agents.seeks).
+        return replay_uncommitted(notify_seeks(super()._new_consumer(), views_of(self)),
+                                  lambda topic: bool(self.topics.acks_enabled_for(topic)))

@@ -150,6 +150,7 @@ class IdleClock:
         self._sent: dict[Hashable, Hashable] = {}  # what the stream had sent when its block (re)started
         self._quiet: dict[Hashable, float] = {}  # since when a blocking stream is known caught up, without a break
         self._checked = 0.0  # the clock at the latest check
+        self.on_grace: Callable[[], None] | None = None  # called as a grace starts (a shell's timer wakes for its end)
 
     def overdue(self, stream: Hashable, blocking: bool, sent: Hashable = None) -> bool:
         """Record whether ``stream`` blocks now; True once it has blocked for ``after_s`` (then it starts over)
@@ -166,7 +167,11 @@ class IdleClock:
         now = self._checked = self._clock()
         first = self._first.setdefault(stream, now)
         if self.caught_up is not None and self.caught_up(stream):
-            if now - self._quiet.setdefault(stream, now) >= self.grace_s:
+            if stream not in self._quiet:
+                self._quiet[stream] = now
+                if self.on_grace is not None:
+                    self.on_grace()
+            if now - self._quiet[stream] >= self.grace_s:
                 return self._declare(stream, "caught up")
         else:
             self._quiet.pop(stream, None)
@@ -191,9 +196,9 @@ class IdleClock:
             known.pop(stream, None)
 
     def due(self) -> float | None:
-        """When (on ``clock``) a check may next declare a stream idle by its grace, for a shell's timer: the end of
-        the earliest running grace; while a stream blocks without being known caught up, a quarter grace after the
-        latest check (what makes it caught up is mostly a record processed, which checks by itself; not always:
+        """When (on ``clock``) a check may next declare a stream idle by its grace, for the direct engine's poll: the
+        end of the earliest running grace; while a stream blocks without being known caught up, a quarter grace after
+        the latest check (what makes it caught up is mostly a record processed, which checks by itself; not always:
         a position or an end learnt from the broker). None: no grace runs or may start."""
         if self.caught_up is None or not self._first:
             return None
@@ -201,6 +206,14 @@ class IdleClock:
         if len(self._quiet) < len(self._first):
             due = min(due, self._checked + self.grace_s / 4)
         return due
+
+    def grace_ends(self) -> float | None:
+        """When (on ``clock``) the earliest running grace ends; None when none runs. Unlike ``due``, nothing while
+        streams block without being known caught up: a shell that learns by other means when that changes (the
+        Faust worker: ``on_grace``, and the ends it asks) need not check every quarter grace."""
+        if self.caught_up is None or not self._quiet:
+            return None
+        return min(since + self.grace_s for since in self._quiet.values())
 
     def blocking_since(self, stream: Hashable) -> float | None:
         return self._since.get(stream)

@@ -18,6 +18,7 @@ from streams.agents.common import send, send_raw
 from streams.agents.idleness import (
     IdleClock,
     backlog_of,
+    caught_up_of,
     clear_on_revoke,
     idle_timer,
     release_job_stream_if_idle,
@@ -49,8 +50,12 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         TOPICS, key=lambda p: f"normalise:{p}".encode())
     # A catch-up is not idleness: a job stream is not idle while events of its partition wait unread.
     backlog = backlog_of(app, wiring.settings.idle_stream_timeout_s)
+    # A job stream this agent has read to its end is silent by the producer's choice: idle after a short grace.
+    # Asked of the agent's own view of what it took (streams.agents.taken), which every seek makes unknown.
     idle = IdleClock(wiring.settings.idle_stream_timeout_s,
-                     behind=lambda p: backlog.behind(*((topic, cast(int, p)) for topic in TOPICS)))
+                     behind=lambda p: backlog.behind(*((topic, cast(int, p)) for topic in TOPICS)),
+                     caught_up=caught_up_of(app, states.taken, JOB_EVENTS.name, wiring.settings, "normalise_tasks"),
+                     grace_s=wiring.settings.caught_up_grace_s)
     clear_on_revoke(app, idle, TOPICS)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     waiting: set[int] = set()  # partitions warned about waiting for job events

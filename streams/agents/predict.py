@@ -25,6 +25,7 @@ from streams.agents.common import send
 from streams.agents.idleness import (
     IdleClock,
     backlog_of,
+    caught_up_of,
     clear_on_revoke,
     idle_timer,
     release_predictions_if_idle,
@@ -60,10 +61,14 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         lambda p: PredictStage(PredictorFleet(settings.prediction_method, context, wiring.job_idle_timeout_us), p,
                                wait_for_job_events=settings.wait_for_job_events),
         TOPICS, key=lambda p: f"predict:{p}".encode())
-    # The app's one backlog: normalise_tasks notes what it processed (Faust runs both agents on every worker).
+    # Behind: the app's one backlog, where normalise_tasks notes what it processed (Faust runs both agents on every
+    # worker).
     backlog = backlog_of(app, settings.idle_stream_timeout_s)
+    # The grace asks this agent's own view of what it took, not the normaliser's (streams.agents.taken).
     idle = IdleClock(settings.idle_stream_timeout_s,
-                     behind=lambda p: backlog.behind(*((topic, cast(int, p)) for topic in TOPICS)))
+                     behind=lambda p: backlog.behind(*((topic, cast(int, p)) for topic in TOPICS)),
+                     caught_up=caught_up_of(app, states.taken, JOB_EVENTS.name, settings, "predict_stragglers"),
+                     grace_s=settings.caught_up_grace_s)
     clear_on_revoke(app, idle, TOPICS)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     if settings.prediction_node_view:  # None (the default) is off on the Faust worker, as on an `all` worker
