@@ -136,6 +136,16 @@ def world(ends: int = 3) -> tuple[FakeApp, Agent]:
     return app, Agent(app, "normalise")
 
 
+async def caught_up_then_revoked(app: FakeApp, agent: Agent) -> list[bool]:
+    """Partition 0 assigned, read to its end (records 0-2) and revoked; whether it was caught up before."""
+    await app.assign(TP(JOB, 0), TP(TASK, 0))
+    await agent.read(0, 1, 2)
+    await app.ask_ends()
+    seen = [agent.caught_up(0)]
+    await app.revoke(TP(JOB, 0), TP(TASK, 0))
+    return seen
+
+
 def test_a_job_partition_read_to_the_end_the_broker_reported_is_caught_up_and_not_before() -> None:
     async def scenario() -> list[bool]:
         app, agent = world()
@@ -156,11 +166,7 @@ def test_a_job_partition_read_to_the_end_the_broker_reported_is_caught_up_and_no
 def test_a_revocation_then_the_same_partition_assigned_again_is_unknown_until_read_again_to_a_new_end() -> None:
     async def scenario() -> list[bool]:
         app, agent = world()
-        await app.assign(TP(JOB, 0), TP(TASK, 0))
-        await agent.read(0, 1, 2)
-        await app.ask_ends()
-        seen = [agent.caught_up(0)]
-        await app.revoke(TP(JOB, 0), TP(TASK, 0))
+        seen = await caught_up_then_revoked(app, agent)
         app.consumer.committed[TP(JOB, 0)] = 1  # the next worker committed up to 1; records 1 and 2 come again
         await app.assign(TP(JOB, 0), TP(TASK, 0))
         seen.append(agent.caught_up(0))  # the fetch's high-water (3) is from before the seek: not taken
@@ -274,11 +280,7 @@ def test_a_revoked_partition_is_unknown_before_it_is_assigned_again() -> None:
 
     async def scenario() -> list[bool]:
         app, agent = world()
-        await app.assign(TP(JOB, 0), TP(TASK, 0))
-        await agent.read(0, 1, 2)
-        await app.ask_ends()
-        seen = [agent.caught_up(0)]
-        await app.revoke(TP(JOB, 0), TP(TASK, 0))
+        seen = await caught_up_then_revoked(app, agent)
         seen.append(agent.caught_up(0))
         return [*seen, (JOB, 0) in agent.states.taken.assigned]
 
