@@ -202,7 +202,8 @@ class IdleClock:
         a position or an end learnt from the broker). None: no grace runs or may start."""
         if self.caught_up is None or not self._first:
             return None
-        due = min((since + self.grace_s for since in self._quiet.values()), default=math.inf)
+        ends = self.grace_ends()
+        due = math.inf if ends is None else ends
         if len(self._quiet) < len(self._first):
             due = min(due, self._checked + self.grace_s / 4)
         return due
