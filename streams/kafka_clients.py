@@ -185,6 +185,23 @@ def consumer(settings: Settings, *topics: str, **overrides: Any) -> KafkaConsume
         raise BrokerUnavailable(settings.bootstrap_servers) from exc
 
 
+def await_partitions(client: KafkaConsumer, topics: tuple[str, ...], timeout_s: float = 30.0) -> list[str]:
+    """Wait until ``client``'s metadata names every partition of ``topics``; return those still unknown.
+
+    Call it before ``subscribe``: a group leader that assigns before its metadata names a topic assigns none of
+    that topic's partitions and relies on a later metadata change to rejoin. Without this wait, kafka-python
+    3.0.12's first assignment here was empty on fresh topics (tests/integration/test_group_join.py), and once in CI
+    (stop 28) the rejoin never came: the bench's worker held nothing until its stall watchdog ended it after
+    120 s (dpkp/kafka-python#2377 reports the same). ``partitions_for_topic`` fetches every topic's metadata
+    when one is unknown, which creates no topic."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        missing = [topic for topic in topics if not client.partitions_for_topic(topic)]
+        if not missing or time.monotonic() >= deadline:
+            return missing
+        time.sleep(0.5)
+
+
 def admin(settings: Settings, **overrides: Any) -> KafkaAdminClient:
     try:
         return KafkaAdminClient(**_common(settings), **overrides)

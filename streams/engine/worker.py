@@ -62,7 +62,8 @@ PROMPT_TOPICS = frozenset({registry.RANKING_FEED.name, registry.NODE_SCORES.name
 OUTPUT_OPTIONS: dict[str, Any] = {"linger_ms": 50, "batch_bytes": 1024 * 1024, "compression": None,
                                   "timeout_s": 120.0}
 # kafka-python rejoins when its metadata changes, read every 5 min by default: a group joined before the metadata
-# named an input topic had nothing assigned until then (a CI bench worker exited 75 after 120 s of that).
+# named an input topic had nothing assigned until then (a CI bench worker exited 75 after 120 s of that). The
+# worker also waits for that metadata before it joins (kafka_clients.await_partitions): CI saw the rejoin not come.
 CONSUMER_OPTIONS: dict[str, Any] = {"metadata_max_age_ms": 10_000}
 READY = "Worker ready"  # the log line operators and tests wait for (Faust's own words)
 PREDICT_GROUP = "{app_id}-predict"  # the prediction role's consumer group, app id and checkpoint topic prefix
@@ -136,6 +137,9 @@ class DirectWorker:
             settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
             partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
             session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX, **CONSUMER_OPTIONS)
+        unknown = kafka_clients.await_partitions(self.consumer, self.inputs)
+        if unknown:  # `laggard worker` creates them first: a broker this slow gets its old chance, the rejoin
+            log.warning("the broker's metadata names no partition of %s after 30 s; joining anyway", unknown)
         self.consumer.subscribe(topics=list(self.inputs), listener=Rebalance(self))
 
     def _reader_counters(self) -> dict[str, list[Any]]:
