@@ -186,16 +186,20 @@ def consumer(settings: Settings, *topics: str, **overrides: Any) -> KafkaConsume
 
 
 def await_partitions(client: KafkaConsumer, topics: tuple[str, ...], timeout_s: float = 30.0) -> list[str]:
-    """Wait until ``client``'s metadata names every partition of ``topics``; return those still unknown.
+    """Fetch the cluster's metadata until it names every partition of ``topics``; return those still unknown.
 
-    Call it before ``subscribe``: a group leader that assigns before its metadata names a topic assigns none of
-    that topic's partitions and relies on a later metadata change to rejoin. Without this wait, kafka-python
-    3.0.12's first assignment here was empty on fresh topics (tests/integration/test_group_join.py), and once in CI
-    (stop 28) the rejoin never came: the bench's worker held nothing until its stall watchdog ended it after
-    120 s (dpkp/kafka-python#2377 reports the same). ``partitions_for_topic`` fetches every topic's metadata
-    when one is unknown, which creates no topic."""
+    Call it after ``subscribe`` and before the first ``poll``: kafka-python's group leader assigns from the
+    partitions its metadata holds when the join completes, and rejoins when the metadata of the subscribed topics
+    changes after that. Joined before its first metadata, the leader assigns nothing of those topics and counts on
+    the rejoin; CI once saw that rejoin never come (stop 28: the bench's worker held nothing until its stall
+    watchdog ended it after 120 s; dpkp/kafka-python#2377 reports the same). Fetched before ``subscribe``, the
+    partitions are known but the coordinator's record of them is not, and the first metadata after the join
+    triggers a second rebalance (CI: a prediction worker assigned twice). Fetched after ``subscribe``, both are
+    in place before the join: one assignment, of every partition. ``topics`` fetches every topic's metadata,
+    which creates none."""
     deadline = time.monotonic() + timeout_s
     while True:
+        client.topics()  # a blocking fetch; the coordinator hears it as it hears every metadata update
         missing = [topic for topic in topics if not client.partitions_for_topic(topic)]
         if not missing or time.monotonic() >= deadline:
             return missing

@@ -137,10 +137,10 @@ class DirectWorker:
             settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
             partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
             session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX, **CONSUMER_OPTIONS)
-        unknown = kafka_clients.await_partitions(self.consumer, self.inputs)
+        self.consumer.subscribe(topics=list(self.inputs), listener=Rebalance(self))
+        unknown = kafka_clients.await_partitions(self.consumer, self.inputs)  # before the join (in the first poll)
         if unknown:  # `laggard worker` creates them first: a broker this slow gets its old chance, the rejoin
             log.warning("the broker's metadata names no partition of %s after 30 s; joining anyway", unknown)
-        self.consumer.subscribe(topics=list(self.inputs), listener=Rebalance(self))
 
     def _reader_counters(self) -> dict[str, list[Any]]:
         readers = (["normalise_tasks"] if self.normalise is not None else []) + (
