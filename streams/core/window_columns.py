@@ -3,10 +3,10 @@
 ``NodeWindows`` keeps every contribution in dicts (node -> bucket -> key -> groups), which its snapshot, its
 redelivery rules and its expiry walk. Its statistics walked them too, node by node: ~3 k recomputed nodes a
 period on the Google 2011 trace, ~2 buckets, ~4 keys and ~7 groups each, and that walk was most of the cost
-(session 14, h60 and h63, in docs/scale.md). Here the same groups also sit end to end in columns (node,
-bucket, n, mean, M2), appended in blocks, one block per contribution key; replacing a key kills its block, an
-expired bucket is left out by a mask and dropped at the next compaction. A period's statistics select the live groups of the dirty
-nodes inside the window with one mask, order them by node, and combine every node at once.
+(session 14, h60 and h63, in docs/scale.md). Here the same groups also sit end to end in columns (node, bucket,
+n, mean, M2), appended in blocks, one block per contribution key; replacing a key kills its block, an expired
+bucket is left out by a mask and dropped at the next compaction. A period's statistics select the live groups of
+the dirty nodes inside the window with one mask, order them by node, and combine every node at once.
 
 The results are ``combine``'s bit for bit: n is an integer sum; the mean and M2 are exactly rounded sums (one or
 two terms added by numpy in ``sum``'s order, more by ``math.fsum``, as ``streams.core.windows._combined``), of
