@@ -123,7 +123,7 @@ class GroupColumns:
 
     def combined(self, dirty: set[str], start: int, end: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
         """``(nodes, n, mean, M2)`` of the groups in ``[start, end)`` of each node of ``dirty`` that has any there,
-        as ``combine`` of them (mean and M2 meaningless where n <= 0); the nodes in the order of their numbers."""
+        as ``combine`` of them, those left with n <= 0 left out; the nodes in the order of their numbers."""
         self._flush()
         size = self._size
         self._compact(start, size)
@@ -132,15 +132,21 @@ class GroupColumns:
         marked = np.zeros(len(self._index), dtype=bool)
         marked[numbered] = True
         node, bucket = self._node[:size], self._bucket[:size]
-        alive = np.frombuffer(self._alive, dtype=np.uint8, count=size).view(bool)
+        alive = np.frombuffer(self._alive, dtype=np.uint8, count=size).astype(bool)  # a copy: no export held
         chosen = np.flatnonzero(alive & marked[node] & (bucket >= start) & (bucket < end))
         chosen = chosen[np.argsort(node[chosen], kind="stable")]
         owners = node[chosen]
         numbers, starts, lens = np.unique(owners, return_index=True, return_counts=True)
         counts, means, m2s = self._n[chosen], self._mean[chosen], self._m2[chosen]
         n = np.add.reduceat(counts, starts) if len(chosen) else np.zeros(0, np.int64)
-        # n <= 0 (all withdrawn): the caller leaves the node out; dividing by 1 keeps its terms finite for fsum.
-        mean = exact_sums(lens, starts, counts * means) / np.where(n > 0, n, 1)
+        positive = n > 0
+        if not positive.all():  # withdrawn to nothing: left out unsummed, as combine does (a review found fsum
+            # raising on such a node's poisoned values, where main returned early)
+            kept = np.repeat(positive, lens)
+            numbers, lens, n = numbers[positive], lens[positive], n[positive]
+            counts, means, m2s = counts[kept], means[kept], m2s[kept]
+            starts = np.cumsum(lens) - lens
+        mean = exact_sums(lens, starts, counts * means) / n
         squares = np.float_power(means - np.repeat(mean, lens), 2.0)  # Python's (m - mean) ** 2
         m2 = exact_sums(lens, starts, m2s + counts * squares)
         names = list(self._index)  # in the order of their numbers
@@ -151,7 +157,7 @@ class GroupColumns:
         expired = int(np.count_nonzero(self._bucket[:size] < start)) if self._dead * 2 < size else 0
         if (self._dead + expired) * 2 < size or size < 1024:
             return
-        alive = np.frombuffer(self._alive, dtype=np.uint8, count=size).view(bool)
+        alive = np.frombuffer(self._alive, dtype=np.uint8, count=size).astype(bool)
         keep = alive & (self._bucket[:size] >= start)
         before = np.zeros(size + 1, dtype=np.int64)  # groups kept before each position
         np.cumsum(keep, out=before[1:])

@@ -77,3 +77,18 @@ def test_restored_windows_compute_the_same_statistics_as_the_saved_ones() -> Non
             w.advance(step * 5 * MIN)
         assert {node: repr(x) for node, x in restored.stats().items()} == {
             node: repr(x) for node, x in windows.stats().items()}
+
+
+def test_a_node_withdrawn_to_nothing_is_left_out_whatever_its_values_and_the_window_goes_on() -> None:
+    """A summary withdrawn whole (its node at n = 0) whose values are absurd, as a corrupt feed record's may be: the
+    node is left out without its values being summed (fsum raised on them here once), and later merges work."""
+    windows = NodeWindows(HOUR, 5 * MIN)
+    absurd = (NodeMoments("n1", 0, 1, 1e200, 0.0), NodeMoments("n1", MIN, 1, -1e200, 0.0),
+              NodeMoments("n1", 2 * MIN, 1, 1e200, 0.0))
+    windows.merge(NodeSummary(0, 2, 5 * MIN, 5 * MIN, absurd, ()))
+    windows.merge(NodeSummary(1, 2, 5 * MIN, 5 * MIN, (NodeMoments("n2", 0, 1, 0.5, 0.0),), absurd))
+    windows.advance(5 * MIN)
+    assert set(windows.stats()) == {"n2"}
+    windows.merge(NodeSummary(0, 2, 10 * MIN, 5 * MIN, (NodeMoments("n3", 5 * MIN, 1, 0.25, 0.0),), ()))
+    windows.advance(10 * MIN)
+    assert set(windows.stats()) == {"n2", "n3"}
