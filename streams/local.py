@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from streams.config import job_idle_timeout_us, partition_for, ranking_config
+from streams.core.detection.base import observes_tasks
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -81,7 +82,7 @@ class LocalPipeline:
         self._stages = [NormalizeStage(p, partitions, period, idle, window_us=self.config.window_size_us,
                                        summaries=self.summaries) for p in range(partitions)]
         self.ranking = PublishedRanking(RankStage(self.config, partitions), scores=False)
-        self._watches = getattr(self.rank_stage.ranker.detector, "observe", None) is not None  # watches_tasks
+        self._watches = observes_tasks(self.rank_stage.ranker.detector)
         self.counts = RunCounts()
         self.on_ranking = on_ranking
         self.on_samples = on_samples  # the final z-values, as node-samples carries them
@@ -160,7 +161,7 @@ class LocalPipeline:
     def sees_each_event(self) -> bool:
         """Whether predictors or the detector's ``observe`` (running-task evidence) need each event by itself:
         they see each ranking before the next event, which only ``feed`` gives them."""
-        return bool(self.predictors) or getattr(self.rank_stage.ranker.detector, "observe", None) is not None
+        return bool(self.predictors) or self._watches
 
     def feed_batch(self, events: list[Event]) -> list[BlacklistDelta]:
         """Several events in, each partition's share processed at once (``NormalizeStage.process_batch``): the

@@ -25,7 +25,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from streams.core.detection.base import observe_task
+from streams.core.detection.base import observe_task, observes_tasks
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -73,7 +73,7 @@ class RankStage:
         self._idle: set[int] = set()
         self._next_boundary: int | None = None  # None: the first boundary is not decided yet (see _start)
         self._first_observed: int | None = None  # the earliest forwarded task event's time, while undecided
-        self._watches = getattr(self.ranker.detector, "observe", None) is not None  # observe_task's test
+        self._watches = observes_tasks(self.ranker.detector)
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
 
@@ -168,7 +168,7 @@ class RankStage:
         earliest is the trace's, whatever the interleaving of the partitions or their number; a start taken from
         the watermark itself would instead depend on how far the other partitions' marks had come. None: no datum
         before the watermark yet, nothing to rank (boundaries before any data would rank nothing)."""
-        dues = [due for due, _, _ in self._pending]
+        dues = [self._pending[0][0]] if self._pending else []  # the heap's earliest
         if self._first_observed is not None:
             dues.append(self._first_observed)
         first = min(dues, default=None)
