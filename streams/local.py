@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from streams.config import job_idle_timeout_us, partition_for, ranking_config
-from streams.core.detection.base import observe_task
+from streams.core.detection.base import observes_tasks
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -26,6 +26,9 @@ from streams.core.events import (
     NodeClass,
     NormalizedTask,
     StragglerPrediction,
+    TaskCheckpoint,
+    TaskFinish,
+    TaskStart,
     validate,
 )
 from streams.core.prediction.fleet import PredictorFleet
@@ -79,6 +82,7 @@ class LocalPipeline:
         self._stages = [NormalizeStage(p, partitions, period, idle, window_us=self.config.window_size_us,
                                        summaries=self.summaries) for p in range(partitions)]
         self.ranking = PublishedRanking(RankStage(self.config, partitions), scores=False)
+        self._watches = observes_tasks(self.rank_stage.ranker.detector)
         self.counts = RunCounts()
         self.on_ranking = on_ranking
         self.on_samples = on_samples  # the final z-values, as node-samples carries them
@@ -110,7 +114,10 @@ class LocalPipeline:
             self.counts.invalid[reason.split(":")[0]] += 1
             return []
         self.counts.last_ts_us = max(self.counts.last_ts_us, event.ts_us)
-        observe_task(self.rank_stage.ranker.detector, event)  # running-task evidence (detectors that watch it)
+        if self._watches and isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
+            # Running-task evidence, through the stage as a worker's forwarded event goes: it also dates the
+            # ranking's first boundary (RankStage._start), which must be the worker's.
+            self.rank_stage.observe(event)
         partition = partition_for(event.job_id, self.partitions)
         if self._predicting:
             self.flags += self._predicting[partition if len(self._predicting) > 1 else 0].process(event)
@@ -154,7 +161,7 @@ class LocalPipeline:
     def sees_each_event(self) -> bool:
         """Whether predictors or the detector's ``observe`` (running-task evidence) need each event by itself:
         they see each ranking before the next event, which only ``feed`` gives them."""
-        return bool(self.predictors) or getattr(self.rank_stage.ranker.detector, "observe", None) is not None
+        return bool(self.predictors) or self._watches
 
     def feed_batch(self, events: list[Event]) -> list[BlacklistDelta]:
         """Several events in, each partition's share processed at once (``NormalizeStage.process_batch``): the

@@ -2,9 +2,10 @@
 
 A summary (``NodeSummary``) of boundary ``B`` is applied at ``B``; a single sample (``NormalizedTask``, as
 records written before summaries existed) at the first boundary after the time it became final. The ranking of
-``B`` happens once every active partition has reported progress past ``B`` (see ``streams.core.stages``). Under a
-policy whose detector watches the task events themselves (``watches_tasks``: the running-task detector), the
-normalising side also forwards every valid task event before the progress marks it leads to; ``add`` hands it to
+``B`` happens once every active partition has reported progress past ``B`` (see ``streams.core.stages``), from
+the boundary after the earliest datum on (``_start``), so which boundaries are ranked depends on the data alone.
+Under a policy whose detector watches the task events themselves (``watches_tasks``: the running-task detector),
+the normalising side also forwards every valid task event before the progress marks it leads to; ``add`` hands it to
 the detector (``observe``), which judges ``B`` by the events before ``B`` alone, whatever else it was given.
 
 >>> from streams.core.events import NodeMoments
@@ -24,7 +25,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
-from streams.core.detection.base import observe_task
+from streams.core.detection.base import observe_task, observes_tasks
 from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
@@ -70,7 +71,9 @@ class RankStage:
         self._values = 0
         self._watermarks: dict[int, int] = {}
         self._idle: set[int] = set()
-        self._next_boundary: int | None = None
+        self._next_boundary: int | None = None  # None: the first boundary is not decided yet (see _start)
+        self._first_observed: int | None = None  # the earliest forwarded task event's time, while undecided
+        self._watches = observes_tasks(self.ranker.detector)
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
 
@@ -109,6 +112,10 @@ class RankStage:
             self._sources[partition] = offset
         observe_task(self.ranker.detector, event)
         self.observed += 1
+        # Data only for a detector that takes it (a ranking of another policy than its normalisers' does not).
+        if self._watches and self._next_boundary is None and (self._first_observed is None
+                                                               or event.ts_us < self._first_observed):
+            self._first_observed = event.ts_us
         return True
 
     def progress(self, mark: Progress) -> list[RankResult]:
@@ -154,11 +161,28 @@ class RankStage:
         """End of a finite trace: rank every boundary up to ``ts_us`` whatever the partitions reported."""
         return self._rank_until(ts_us)
 
+    def _start(self, watermark: int) -> int | None:
+        """The first boundary to rank: the one after the earliest datum the ranking has (a summary's or sample's
+        due time, a forwarded task event's time), decided once the watermark has passed that datum. Every record
+        before the watermark has arrived by then (a partition's mark follows its records before it), so the
+        earliest is the trace's, whatever the interleaving of the partitions or their number; a start taken from
+        the watermark itself would instead depend on how far the other partitions' marks had come. None: no datum
+        before the watermark yet, nothing to rank (boundaries before any data would rank nothing)."""
+        dues = [self._pending[0][0]] if self._pending else []  # the heap's earliest
+        if self._first_observed is not None:
+            dues.append(self._first_observed)
+        first = min(dues, default=None)
+        if first is None or first >= watermark:
+            return None
+        self._first_observed = None  # decided: only _next_boundary counts from now on
+        return boundary_at_or_before(first, self.config.period_us) + self.config.period_us
+
     def _rank_until(self, watermark: int) -> list[RankResult]:
         period = self.config.period_us
         if self._next_boundary is None:
-            first = min([watermark] + [due for due, _, _ in self._pending])
-            self._next_boundary = boundary_at_or_before(first, period) + period
+            self._next_boundary = self._start(watermark)
+            if self._next_boundary is None:
+                return []
         results = []
         while self._next_boundary <= watermark:
             boundary = self._next_boundary
@@ -183,6 +207,7 @@ class RankStage:
             "values": self._values,
             "watermarks": sorted(self._watermarks.items()),
             "next_boundary": self._next_boundary,
+            "first_observed": self._first_observed,
             "sources": sorted(self._sources.items()),
         }
 
@@ -196,6 +221,8 @@ class RankStage:
         self._values = int(state["values"])
         self._watermarks = {int(p): int(ts) for p, ts in state["watermarks"]}
         self._next_boundary = state["next_boundary"]
+        first = state.get("first_observed")  # absent before h62: only a ranking that had not started misses it
+        self._first_observed = None if first is None else int(first)
         self._sources = {str(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
 
 

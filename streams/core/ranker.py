@@ -16,7 +16,7 @@ from typing import Any
 from streams.core.decision.book import BlacklistBook
 from streams.core.decision.policy import BlacklistPolicy
 from streams.core.decision.registry import POLICIES
-from streams.core.detection.base import NodeDetector, WindowView
+from streams.core.detection.base import NodeDetector, WindowView, observes_tasks
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeSummary, NormalizedTask
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import RankingConfig
@@ -134,10 +134,10 @@ def learns_from_samples(config: RankingConfig) -> bool:
 def watches_tasks(config: RankingConfig) -> bool:
     """Whether the policy's detector also watches the task events themselves (a ``TaskObserver``: the running-task
     detector), so the normalising side must forward every valid task event to the ranking (issue 21). The test is
-    ``observe_task``'s: the detector has an ``observe``.
+    ``observes_tasks``.
 
     >>> watches_tasks(RankingConfig(policy="running")), watches_tasks(RankingConfig(policy="pcores"))
     (True, False)
     """
-    return getattr(POLICIES.get(config.policy).detector(config), "observe", None) is not None
+    return observes_tasks(POLICIES.get(config.policy).detector(config))
 

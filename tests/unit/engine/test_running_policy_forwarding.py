@@ -23,6 +23,8 @@ from streams.core.events import (
     Event,
     JobFinish,
     JobStart,
+    NodeMoments,
+    NodeSummary,
     Progress,
     Status,
     TaskCheckpoint,
@@ -262,13 +264,16 @@ def test_the_running_detector_orders_events_of_one_time_whatever_their_arrival()
 
 def test_a_task_watching_ranking_that_gets_no_task_events_says_so_once() -> None:
     """Normalising workers of another policy (a rolling change half done) forward nothing: the ranking then lists
-    nothing from task events, and says why instead of staying silent, as before the forwarding."""
+    nothing from task events, and says why instead of staying silent, as before the forwarding. They still send
+    their summaries, from which the ranking starts (a ranking fed marks alone has nothing to rank)."""
     def warnings(forwarded: bool) -> list[str]:
         ranking = PublishedRanking(RankStage(RankingConfig(policy="running", period_us=60_000_000), partitions=1))
         if forwarded:
             ranking.stage.observe(TaskStart("j", "t", 0, "n1", 1_000), ("task-events:0", 0))
         said = []
         for minute in range(1, 16):
+            values = (NodeMoments("n1", (minute - 1) * 60_000_000, 1, 0.5, 0.0),)
+            ranking.take(NodeSummary(0, 1, minute * 60_000_000, 60_000_000, values, ()))
             ranking.take(Progress(0, 1, minute * 60_000_000))
             said.append(ranking.late_warning())
         return [w for w in said if w is not None]
