@@ -232,12 +232,11 @@ class NodeWindows:
         # The dirty nodes (~3 k a period on the Google 2011 trace) combined at once over columns; only making
         # their NodeStats is a loop, in the dirty set's order as before (the cache's order is the result's).
         nodes, n, mean, m2 = self._columns.combined(dirty, start, end)
-        with np.errstate(divide="ignore", invalid="ignore"):  # n <= 0: left out below
-            std = np.sqrt(m2 / n)  # as Moments.std
-            half = _t_quantiles(n, self.confidence) * std / np.sqrt(n)
+        std = np.sqrt(m2 / n)  # as Moments.std (combined leaves out the nodes with n <= 0)
+        half = _t_quantiles(n, self.confidence) * std / np.sqrt(n)
         rows = zip(n.tolist(), mean.tolist(), std.tolist(), (mean - half).tolist(), (mean + half).tolist(),
                    strict=True)
-        made = {node: row for node, row in zip(nodes, rows, strict=True) if row[0] > 0}
+        made = dict(zip(nodes, rows, strict=True))
         pop, make = cache.pop, NodeStats
         for node in dirty:
             old = pop(node, None)
