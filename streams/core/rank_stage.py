@@ -7,6 +7,9 @@ the boundary after the earliest datum on (``_start``), so which boundaries are r
 Under a policy whose detector watches the task events themselves (``watches_tasks``: the running-task detector),
 the normalising side also forwards every valid task event before the progress marks it leads to; ``add`` hands it to
 the detector (``observe``), which judges ``B`` by the events before ``B`` alone, whatever else it was given.
+A deny-list needs no data: until the first ranking with data, it is published alone at the last boundary every
+partition has passed (``NodeRanker.decide_guards``), so a scheduler avoids those nodes from the start even when
+no task has finished yet.
 
 >>> from streams.core.events import NodeMoments
 >>> config = RankingConfig(window_size_us=100, period_us=10, min_tasks=2, significance_floor=None, max_fraction=1.0)
@@ -73,6 +76,7 @@ class RankStage:
         self._idle: set[int] = set()
         self._next_boundary: int | None = None  # None: the first boundary is not decided yet (see _start)
         self._first_observed: int | None = None  # the earliest forwarded task event's time, while undecided
+        self._guarded: int | None = None  # the boundary the deny-list was published at alone, if it was
         self._watches = observes_tasks(self.ranker.detector)
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
@@ -175,14 +179,29 @@ class RankStage:
         if first is None or first >= watermark:
             return None
         self._first_observed = None  # decided: only _next_boundary counts from now on
-        return boundary_at_or_before(first, self.config.period_us) + self.config.period_us
+        start = boundary_at_or_before(first, self.config.period_us) + self.config.period_us
+        # A datum arrives before the watermark passes it, so a start after the deny-list's boundary; kept sure.
+        return start if self._guarded is None else max(start, self._guarded + self.config.period_us)
+
+    def _guards(self, watermark: int) -> list[RankResult]:
+        """Before the first ranking with data: the deny-list published alone at the last boundary every partition
+        has passed, when consumers do not have all of it yet (so once, and never again after a restart)."""
+        deny = self.config.deny_list
+        if not deny or deny <= self.ranker.blacklist.node_ids:
+            return []
+        boundary = boundary_at_or_before(watermark, self.config.period_us)
+        if self._guarded is not None and boundary <= self._guarded:
+            return []  # the deny-list grew across a restart: published with the next boundary
+        ranking, delta = self.ranker.decide_guards(boundary)
+        self._guarded = boundary
+        return [RankResult(boundary, ranking, delta, self.ranker.blacklist)]
 
     def _rank_until(self, watermark: int) -> list[RankResult]:
         period = self.config.period_us
         if self._next_boundary is None:
             self._next_boundary = self._start(watermark)
             if self._next_boundary is None:
-                return []
+                return self._guards(watermark)
         results = []
         while self._next_boundary <= watermark:
             boundary = self._next_boundary
@@ -208,6 +227,7 @@ class RankStage:
             "watermarks": sorted(self._watermarks.items()),
             "next_boundary": self._next_boundary,
             "first_observed": self._first_observed,
+            "guarded": self._guarded,
             "sources": sorted(self._sources.items()),
         }
 
@@ -223,6 +243,8 @@ class RankStage:
         self._next_boundary = state["next_boundary"]
         first = state.get("first_observed")  # absent before h62: only a ranking that had not started misses it
         self._first_observed = None if first is None else int(first)
+        guarded = state.get("guarded")  # absent before the deny-list was published alone
+        self._guarded = None if guarded is None else int(guarded)
         self._sources = {str(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
 
 

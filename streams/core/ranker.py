@@ -18,7 +18,7 @@ from streams.core.decision.policy import BlacklistPolicy
 from streams.core.decision.registry import POLICIES
 from streams.core.detection.base import NodeDetector, WindowView, observes_tasks
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeSummary, NormalizedTask
-from streams.core.ranking import Ranking
+from streams.core.ranking import NodeRank, Ranking
 from streams.core.ranking_config import RankingConfig
 from streams.core.rows import RowCache
 from streams.core.windows import NodeWindows
@@ -95,6 +95,26 @@ class NodeRanker:
     def decide_ranking(self, now_us: int) -> tuple[Ranking, BlacklistDelta | None]:
         """Like ``decide``, also returning the ranking behind it (for ``node-scores`` and reports)."""
         ranking = self.rank(now_us)
+        return ranking, self._book.apply(ranking)
+
+    def decide_guards(self, now_us: int) -> tuple[Ranking, BlacklistDelta | None]:
+        """The deny-list alone, at the boundary at or before ``now_us``, before any ranking with data: its nodes need
+        no evidence, so consumers need not wait for the first task to finish (``RankStage``). A ranking with no
+        statistics: every node listed already stays, no window moves, no detector or policy is asked.
+
+        >>> ranker = NodeRanker(RankingConfig(deny_list=frozenset({"bad"})))
+        >>> ranking, delta = ranker.decide_guards(650_000_000)
+        >>> ranking.window_end_us, [(e.node_id, e.reason) for e in delta.added], ranking.ranked
+        (600000000, [('bad', 'on the deny-list')], ())
+        >>> ranker.decide_guards(900_000_000)[1] is None  # listed already
+        True
+        """
+        end = now_us // self.config.period_us * self.config.period_us
+        deny, kept = self.config.deny_list, self._book.listed.keys()
+        rows = tuple(NodeRank(node, None, None, False, True,
+                              "on the deny-list" if node in deny else "listed before the ranking had data")
+                     for node in sorted(deny | kept))
+        ranking = Ranking(end - self.config.window_size_us, end, self.config.policy, rows, self.config.cap(0))
         return ranking, self._book.apply(ranking)
 
     def adopt(self, published: BlacklistSnapshot) -> None:

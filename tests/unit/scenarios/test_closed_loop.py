@@ -27,12 +27,13 @@ def test_a_listed_node_gets_no_task_in_closed_loop_and_a_few_canaries_on_probati
 
 
 def test_a_task_placed_in_the_instant_its_node_is_listed_is_counted_apart_from_violations() -> None:
-    # Seed 121 (a tuning seed): the first ranking (boundary 300 s, node-03 denied) comes out at 580.5 s with the
-    # first start of job-000001's round placed for it, and three starts of that round land on node-03. The
-    # scheduler placed them before the delta existed (issue 21, h50); once listed, node-03 must get no task at all.
-    # (Seed 6 was the instance before h62 dated the first ranking by the data: its closed loop took another course.)
+    # Seed 122 (a tuning seed): the delta that lists node-03 (denied) comes out in the instant a placement round
+    # starts, and four starts of that round land on node-03. The scheduler placed them before the delta existed
+    # (issue 21, h50); once listed, node-03 must get no task at all. (The instance was seed 6 before h62 dated the
+    # first ranking by the data, seed 121 until the deny-list was published before any data: each change moved
+    # the instant the list comes out, and the closed loop took another course.)
     scenario = SCENARIOS["healthy-24h"].scaled(nodes=20, hours=2.0)
-    (closed,) = run_seed(scenario, 121, ["closed"], {"deny_list": ["node-03"]})
+    (closed,) = run_seed(scenario, 122, ["closed"], {"deny_list": ["node-03"]})
     assert closed.starts_on_listed == 0
     assert closed.starts_at_listing > 0
     (row,) = summarise([closed])
