@@ -93,7 +93,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                 processed(last, wiring.progress)
             for topic, key, record in published(publication, wiring.cluster_id):
                 outputs.track(await send(getattr(wiring, wired[topic]), key, record))
-        warning = ranking.late_warning() if publications else None
+        warning = ranking.late_warning()  # also without publications: a ranking fed marks alone
         if warning is not None:
             log.warning(warning)
 

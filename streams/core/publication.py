@@ -47,7 +47,7 @@ from streams.core.ranking import ScoreChanges
 
 LATE_WARNING_MIN = 100  # late samples before the warning can fire
 LATE_WARNING_SHARE = 0.1  # of all samples seen
-BLIND_WARNING_AFTER = 10  # rankings without a forwarded task event before a task-watching detector warns
+BLIND_WARNING_AFTER = 10  # periods without a forwarded task event before a task-watching detector warns
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,6 @@ class PublishedRanking:
         self._scores = ScoreChanges() if scores else None  # a new one (restart) republishes all once
         self._warned_late = False
         self._warned_blind = False
-        self._rankings = 0  # rankings published by this process (the blind warning's count)
 
     def resume(self, published: BlacklistSnapshot | None, restored: bool) -> bool:
         """Start after ``published``, the consumers' latest snapshot; True when the ranking adopted it (it
@@ -106,7 +105,6 @@ class PublishedRanking:
 
     def publish(self, results: list[RankResult]) -> list[Publication]:
         out = []
-        self._rankings += len(results)
         for result in results:
             scores = self._scores.select(result.ranking) if self._scores is not None else []
             take = getattr(self.stage.ranker.detector, "take_node_classes", None)
@@ -125,12 +123,14 @@ class PublishedRanking:
 
     def late_warning(self) -> str | None:
         """Once, when many z-values arrived after their task had left the window: the words of the warning; or
-        once, when the policy's detector watches task events and none came in ``BLIND_WARNING_AFTER`` rankings."""
-        if (not self._warned_blind and self._rankings >= BLIND_WARNING_AFTER and self.stage.observed == 0
+        once, when the policy's detector watches task events and none came in ``BLIND_WARNING_AFTER`` periods
+        (ranked or not: a ranking fed marks alone ranks nothing). Cheap: shells ask after every batch."""
+        periods = self.stage.periods_passed
+        if (not self._warned_blind and periods >= BLIND_WARNING_AFTER and self.stage.observed == 0
                 and hasattr(self.stage.ranker.detector, "observe")):
             self._warned_blind = True
             return (f"policy {self.stage.ranker.config.policy} watches task events, but none reached the ranking in "
-                    f"{self._rankings} rankings: the normalising workers do not forward them (another policy "
+                    f"{periods} periods: the normalising workers do not forward them (another policy "
                     "set there, e.g. mid-way through a rolling change?), and it lists nothing from them")
         late, seen = self.late_samples, self.stage.samples_seen
         if self._warned_late or late < LATE_WARNING_MIN or late < LATE_WARNING_SHARE * seen:

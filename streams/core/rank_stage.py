@@ -80,6 +80,7 @@ class RankStage:
         self._watches = observes_tasks(self.ranker.detector)
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
+        self._passed: tuple[int, int] | None = None  # first and last boundary the watermark passed in this process
 
     def add(self, record: FeedRecord | TaskEvent) -> None:
         """A summary (applied at its boundary) or a sample (at the first boundary after its emission time); a
@@ -196,8 +197,16 @@ class RankStage:
         self._guarded = boundary
         return [RankResult(boundary, ranking, delta, self.ranker.blacklist)]
 
+    @property
+    def periods_passed(self) -> int:
+        """Periods of event time every partition has gone through in this process, ranked or not (a ranking fed
+        marks alone ranks nothing, and its shell should still hear that something is missing)."""
+        return 0 if self._passed is None else (self._passed[1] - self._passed[0]) // self.config.period_us
+
     def _rank_until(self, watermark: int) -> list[RankResult]:
         period = self.config.period_us
+        passed = boundary_at_or_before(watermark, period)
+        self._passed = (passed, passed) if self._passed is None else (self._passed[0], max(self._passed[1], passed))
         if self._next_boundary is None:
             self._next_boundary = self._start(watermark)
             if self._next_boundary is None:

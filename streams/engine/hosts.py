@@ -323,7 +323,7 @@ class RankHost(Host[PublishedRanking]):
                 noted()
             for topic, key, record in published(publication, self.cluster_id):
                 self.outbox.send(topic, key, record)
-        warning = ranking.late_warning() if publications else None
+        warning = ranking.late_warning()  # also without publications: a ranking fed marks alone
         if warning is not None:
             log.warning(warning)
 

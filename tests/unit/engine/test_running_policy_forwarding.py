@@ -281,3 +281,16 @@ def test_a_task_watching_ranking_that_gets_no_task_events_says_so_once() -> None
     (blind,) = warnings(forwarded=False)
     assert "policy running watches task events, but none reached the ranking" in blind
     assert warnings(forwarded=True) == []
+
+
+def test_a_task_watching_ranking_fed_marks_alone_says_so_too() -> None:
+    """Before, the warning counted rankings: a ranking that got neither task events nor summaries ranked nothing
+    and so never said why it listed nothing."""
+    ranking = PublishedRanking(RankStage(RankingConfig(policy="running", period_us=60_000_000), partitions=2))
+    said = []
+    for minute in range(1, 16):
+        for partition in (0, 1):
+            assert ranking.take(Progress(partition, 2, minute * 60_000_000 + partition)) == []
+        said.append(ranking.late_warning())
+    (blind,) = [w for w in said if w is not None]
+    assert said.index(blind) == 10 and "none reached the ranking in 10 periods" in blind
