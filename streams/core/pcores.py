@@ -19,7 +19,7 @@ paper's DAG cannot hold; laggard treats them as overlapping (no edge between the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -42,19 +42,12 @@ def pcores_levels(intervals: Mapping[str, Interval]) -> dict[str, int]:
 def level_list(nodes: Sequence[str], lows: np.ndarray, highs: np.ndarray) -> list[int]:
     """``pcores_levels`` over parallel sequences: the level of each ``(lows[i], highs[i])``, in their order
     (``nodes`` names them in the error of an unordered interval)."""
-    levels: list[int] = level_array(lows, highs, nodes.__getitem__).tolist()
-    return levels
-
-
-def level_array(lows: np.ndarray, highs: np.ndarray, name: Callable[[int], str]) -> np.ndarray:
-    """``level_list`` as an int64 array; ``name(i)`` names the interval at ``i`` in the error of an unordered one.
-    A node's level depends on the set of intervals only, not on their order."""
-    count = len(lows)
+    count = len(nodes)
     if count == 0:
-        return np.zeros(0, dtype=np.int64)
+        return []
     if not np.all(lows <= highs):  # NaN fails too
         bad = int(np.flatnonzero(~(lows <= highs))[0])
-        raise ValueError(f"interval of {name(bad)} is not ordered: ({float(lows[bad])}, {float(highs[bad])})")
+        raise ValueError(f"interval of {nodes[bad]} is not ordered: ({float(lows[bad])}, {float(highs[bad])})")
     points = lows == highs
     # Ascending by ci_high, the wider intervals of one ci_high before its points: every S_k below is a prefix.
     order = np.lexsort((points, highs))
@@ -83,7 +76,8 @@ def level_array(lows: np.ndarray, highs: np.ndarray, name: Callable[[int], str])
     shrinking = np.array(sizes[1:][::-1])  # ascending
     level = np.empty(count, dtype=np.int64)
     level[order] = len(shrinking) - np.searchsorted(shrinking, np.arange(count), side="right")
-    return level
+    levels: list[int] = level.tolist()
+    return levels
 
 
 def has_edges(levels: Mapping[str, int]) -> bool:

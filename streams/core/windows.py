@@ -115,7 +115,6 @@ class NodeWindows:
         self._buckets: dict[int, set[str]] = {}  # bucket start -> nodes with contributions in it
         self._where: dict[_Key, set[tuple[int, str]]] = {}  # key -> the cells it contributes to
         self._dirty: set[str] = set()
-        self._changed: set[str] = set()  # the dirty nodes of the last stats(): see changed
         self._columns = GroupColumns()  # the same groups as _cells, as columns: what stats() combines
         self._cache: dict[str, NodeStats] = {}
         self._end: int | None = None
@@ -227,7 +226,6 @@ class NodeWindows:
         """Statistics of every node with at least one sample in the current window."""
         window = self.window
         if window is None:
-            self._changed = set()
             return {}
         start, end = window
         cache, count, dirty = self._cache, self._total, self._dirty
@@ -252,15 +250,8 @@ class NodeWindows:
             cache[node] = (make(node, size, average, deviation, None, None) if size < 2 else
                            make(node, size, average, deviation, low, high))
         self._total = count
-        self._changed, self._dirty = dirty, set()
+        dirty.clear()
         return dict(cache)
-
-    @property
-    def changed(self) -> set[str]:
-        """The nodes whose statistics may differ between the last two ``stats()`` results (new, changed or
-        gone); every other node's entry is the very same ``NodeStats`` object in both. The caller must not
-        change the set."""
-        return self._changed
 
     @property
     def mean_count(self) -> float:

@@ -10,19 +10,21 @@ places than suspects. ``still_slow`` marks a node with enough samples whose inte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from itertools import compress
-from operator import is_not
+from collections.abc import Mapping
+from itertools import compress, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.events import NormalizedTask
-from streams.core.pcores import level_array
+from streams.core.pcores import level_list
 from streams.core.windows import NodeStats
 
+_LOW, _HIGH, _NODE, _N = attrgetter("ci_low"), attrgetter("ci_high"), attrgetter("node_id"), attrgetter("n")
 _NO_LEVEL = -1  # the level of a node without an interval, in the arrays
+_NONE = Evidence("", False, 0.0, "")  # a place not yet filled (never returned)
 
 
 class PCoresDetector:
@@ -46,110 +48,54 @@ class PCoresDetector:
         self.min_tasks = min_tasks
         self.significance_floor = significance_floor
         self.confidence = confidence
-        self._words: dict[int | tuple[int, int], str] = {}  # reasons by n, or by (level, depth), made once
-        self._forget()
-
-    def _forget(self) -> None:
-        """A cache, not learned state: each node's statistics (the objects themselves: an id alone may be a freed
-        object's), its evidence, and its interval, count and level in arrays by slot (a gone node's slot is
-        reused)."""
-        self._stats: dict[str, NodeStats] = {}
-        self._evidence: dict[str, Evidence] = {}
-        self._slot: dict[str, int] = {}
-        self._names: list[str] = []  # slot -> node ("" when free)
-        self._free: list[int] = []
-        self._low, self._high = np.zeros(0), np.zeros(0)
-        self._n = np.zeros(0, dtype=np.int64)
-        self._ranked = np.zeros(0, dtype=bool)  # the slot holds a node with an interval
-        self._levels = np.zeros(0, dtype=np.int64)  # _NO_LEVEL for a free slot or a node without an interval
+        # A cache, not learned state: what each node's evidence was computed from, and that evidence.
+        self._position: dict[str, int] = {}  # node -> its index in the lists and arrays below (last window)
+        self._values: list[NodeStats] = []  # the statistics themselves: reuse is decided on their identity
+        self._levels = np.zeros(0, dtype=np.int64)
+        self._evidence: list[Evidence] = []
         self._shape: tuple[bool, int] | None = None  # (edges, depth) of the last window
+        self._words: dict[int | tuple[int, int], str] = {}  # reasons by n, or by (level, depth), made once
 
     def learn(self, sample: NormalizedTask) -> None:
         """Nothing to learn: the window statistics are the whole evidence."""
         return None
 
     def detect(self, window: WindowView) -> Mapping[str, Evidence]:
-        stats, held = window.stats, self._stats
-        nodes = list(stats)
-        changed = set(compress(nodes, map(is_not, map(held.get, nodes), stats.values())))
-        changed.update(held.keys() - stats.keys())  # gone
-        return self.detect_changed(window, changed)[0]
-
-    def detect_changed(self, window: WindowView, changed: Iterable[str]) -> tuple[dict[str, Evidence], set[str]]:
-        """``detect`` when only the nodes in ``changed`` may have other statistics (or none) than in the window
-        this detector last saw; also the nodes whose evidence may differ from the last returned. Levels are
-        computed over every node (a node's level moves with the others'), evidence again only for the nodes
-        whose statistics or level changed, or all that the window's shape (edges, depth) words when it changed."""
-        try:
-            return self._detect(window.stats, changed)
-        except BaseException:
-            self._forget()  # half updated: start again from nothing next time
-            raise
-
-    def _detect(self, stats: Mapping[str, NodeStats], changed: Iterable[str]) -> tuple[dict[str, Evidence], set[str]]:
-        held, evidence = self._stats, self._evidence
-        judged = set()
-        for node in changed:
-            s = stats.get(node)
-            if s is None:
-                if held.pop(node, None) is not None:
-                    self._release(node)
-                    del evidence[node]
-                    judged.add(node)
-                continue
-            held[node] = s
-            self._place(node, s)
-            judged.add(node)
-        ranked = np.flatnonzero(self._ranked)
-        levels = np.full(len(self._levels), _NO_LEVEL, dtype=np.int64)
-        levels[ranked] = level_array(self._low[ranked], self._high[ranked], lambda i: self._names[ranked[i]])
+        stats = window.stats
+        nodes, values = list(stats), list(stats.values())
+        count = len(nodes)
+        # ci_high is None exactly when ci_low is (n < 2): the nodes with an interval, their bounds as arrays.
+        has = [s.ci_low is not None for s in values]
+        ranked = list(compress(values, has))
+        lows = np.fromiter(map(_LOW, ranked), np.float64, len(ranked))
+        highs = np.fromiter(map(_HIGH, ranked), np.float64, len(ranked))
+        levels = np.full(count, _NO_LEVEL, dtype=np.int64)
+        levels[np.array(has, dtype=bool)] = level_list(list(map(_NODE, ranked)), lows, highs)
         depth = 1 + int(levels.max(initial=_NO_LEVEL))
         edges = depth > 1  # some level above 0 (has_edges)
-        again = levels != self._levels  # a free slot keeps _NO_LEVEL: never again
-        if self._shape != (edges, depth):  # the words of every node judged on its level
-            again |= (levels != _NO_LEVEL) & (self._n >= self.min_tasks)
-        self._shape, self._levels = (edges, depth), levels
-        names = self._names
-        judged.update(map(names.__getitem__, np.flatnonzero(again).tolist()))
+        same_shape = self._shape == (edges, depth)
+        self._shape = (edges, depth)
+        # Most nodes keep their statistics (the same NodeStats object) and level from one period to the next: their
+        # evidence is reused. The identity is tested against last period's objects themselves, held in _values (an
+        # id alone may be a freed object's, reused by a new one); the levels in numpy. Edges and depth change a
+        # reason only once a node has the samples and interval to be judged on them.
+        before = np.fromiter(map(self._position.get, nodes, repeat(-1)), np.int64, count)
+        at = np.where(before >= 0, before, 0)
+        same = before >= 0
+        if self._values:
+            held = map(self._values.__getitem__, at.tolist())
+            same &= np.fromiter(map(is_, held, values), np.bool_, count) & (self._levels[at] == levels)
+            if not same_shape:
+                same &= (levels == _NO_LEVEL) | (np.fromiter(map(_N, values), np.int64, count) < self.min_tasks)
+        old = self._evidence
+        evidence = list(map(old.__getitem__, at.tolist())) if old else [_NONE] * count
         level_of = levels.tolist()
-        slot = self._slot
-        for node in judged:
-            s = held.get(node)
-            if s is not None:
-                level = level_of[slot[node]]
-                evidence[node] = self._judge(s, None if level == _NO_LEVEL else level, edges, depth)
-        return dict(zip(stats, map(evidence.__getitem__, stats), strict=True)), judged  # in the window's order
-
-    def _place(self, node: str, s: NodeStats) -> None:
-        at = self._slot.get(node)
-        if at is None:
-            if not self._free:
-                self._grow()
-            at = self._slot[node] = self._free.pop()
-            self._names[at] = node
-        has = s.ci_low is not None  # ci_high is None exactly when ci_low is (n < 2)
-        self._ranked[at] = has
-        self._n[at] = s.n
-        if has:
-            self._low[at], self._high[at] = s.ci_low, s.ci_high
-
-    def _release(self, node: str) -> None:
-        at = self._slot.pop(node)
-        self._names[at] = ""
-        self._ranked[at] = False
-        self._levels[at] = _NO_LEVEL
-        self._free.append(at)
-
-    def _grow(self) -> None:
-        size = len(self._names)
-        more = max(64, size)
-        self._names.extend([""] * more)
-        self._low = np.concatenate((self._low, np.zeros(more)))
-        self._high = np.concatenate((self._high, np.zeros(more)))
-        self._n = np.concatenate((self._n, np.zeros(more, dtype=np.int64)))
-        self._ranked = np.concatenate((self._ranked, np.zeros(more, dtype=bool)))
-        self._levels = np.concatenate((self._levels, np.full(more, _NO_LEVEL, dtype=np.int64)))
-        self._free.extend(range(size + more - 1, size - 1, -1))  # popped from the end: lowest slot first
+        for i in np.flatnonzero(~same).tolist():
+            level = level_of[i]
+            evidence[i] = self._judge(values[i], None if level == _NO_LEVEL else level, edges, depth)
+        self._position = dict(zip(nodes, range(count), strict=True))
+        self._values, self._levels, self._evidence = values, levels, evidence
+        return dict(zip(nodes, evidence, strict=True))
 
     def _judge(self, s: NodeStats, level: int | None, edges: bool, depth: int) -> Evidence:
         why_not = self._ineligible(s, level, edges, depth)

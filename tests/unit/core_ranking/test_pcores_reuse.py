@@ -66,25 +66,3 @@ def test_new_statistics_where_freed_ones_lived_are_judged_afresh() -> None:
     assert second == PCoresDetector(min_tasks=3, significance_floor=None).detect(WindowView(10, 110, stats))
     assert (first["a"].level, second["a"].level) == (0, 0)
     assert second["a"].score == stats["a"].ci_low != first["a"].score
-
-
-@settings(max_examples=200, deadline=None)
-@given(periods, st.sampled_from([None, 0.25]))
-def test_evidence_told_only_the_changed_nodes_equals_a_fresh_detectors(spec: list[dict], floor: float | None) -> None:
-    # detect_changed is given exactly the nodes whose statistics came, changed or left (as NodeWindows.changed):
-    # every other node's evidence is carried, yet must be what a fresh detector says (levels move with others').
-    carried = PCoresDetector(min_tasks=3, significance_floor=floor)
-    stats: dict[str, NodeStats] = {}
-    for period, nodes in enumerate(spec):
-        changed = {n for n in stats if n not in nodes}
-        stats = {n: s for n, s in stats.items() if n in nodes}
-        for node, (zs, renew) in nodes.items():
-            if renew or node not in stats:
-                stats[node] = summarize(node, zs)
-                changed.add(node)
-        view = WindowView(period * 10, period * 10 + 100, dict(stats))
-        evidence, moved = carried.detect_changed(view, changed)
-        fresh = PCoresDetector(min_tasks=3, significance_floor=floor).detect(view)
-        assert evidence == fresh
-        assert list(evidence) == list(stats)
-        assert changed <= moved
