@@ -24,11 +24,12 @@ the statistics worker's on the same records (session 16). The floor's loops are 
 whatever the role.)
 
 Prints one JSON document: records, output records per topic, and for each loop records per CPU second and per
-wall second, and its share of ``raw``.
+wall second, and its share of ``raw``; ``digests``: per output topic, the worker's records and a hash of them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import sys
 import tempfile
@@ -51,7 +52,8 @@ from streams.serde import topics as registry
 from streams.settings import Settings
 
 OUTPUT_TOPICS = (registry.NODE_SAMPLES, registry.RANKING_FEED, registry.NODE_SCORES, registry.NODE_CLASSES,
-                 registry.BLACKLIST_DELTAS, registry.BLACKLIST_SNAPSHOT, registry.DEAD_LETTERS)
+                 registry.BLACKLIST_DELTAS, registry.BLACKLIST_SNAPSHOT, registry.DEAD_LETTERS,
+                 registry.STRAGGLER_PREDICTIONS)
 Output = tuple[str, bytes | None, Any]  # topic, key, decoded record (encoded again in the loop)
 
 
@@ -97,6 +99,20 @@ def worker_outputs(settings: Settings) -> list[Output]:
     """What the worker sent, topic by topic (the order within a topic kept)."""
     return [(topic.name, record.key, codec.decode(record.value))
             for topic in OUTPUT_TOPICS for record in kafka_clients.read_to_end(settings, topic.name)]
+
+
+def digests(settings: Settings) -> dict[str, str]:
+    """Per output topic, ``count:in order:as a set``: hashes of every record (partition, key, value bytes), in
+    each partition's order and sorted. Two trees' workers over the same records are compared by these (session
+    16). Within one tree, node-samples' order and ranking-feed's progress marks vary from run to run (which
+    partition's batch comes first); the deltas, snapshots and node scores do not."""
+    out = {}
+    for topic in OUTPUT_TOPICS:
+        records = sorted(kafka_clients.read_to_end(settings, topic.name), key=lambda r: (r.partition, r.offset))
+        rows = [orjson.dumps([r.partition, (r.key or b"").hex(), (r.value or b"").hex()]) for r in records]
+        ordered, unordered = hashlib.sha256(b"".join(rows)), hashlib.sha256(b"".join(sorted(rows)))
+        out[topic.name] = f"{len(records)}:{ordered.hexdigest()[:12]}:{unordered.hexdigest()[:12]}"
+    return out
 
 
 def interleaved(outputs: list[Output], total: int) -> list[list[Output]]:
@@ -173,6 +189,7 @@ def main(argv: list[str]) -> None:
         if "--worker-only" in argv:
             rounds = 0
         outputs = worker_outputs(own)
+        topic_digests = digests(own)
         per = interleaved(outputs, len(records))
         for _ in range(rounds):
             for name, loop in (("raw", lambda: consume_loop(own, len(records), None)),
@@ -181,7 +198,7 @@ def main(argv: list[str]) -> None:
                                ("outputs_kafka_python", lambda: outputs_loop(own, len(records), per, "kafka-python"))):
                 say(f"worker floor: {name}")
                 loops.setdefault(name, []).append(loop())
-    sys.stdout.write(orjson.dumps(report(len(records), outputs, loops)).decode() + "\n")
+    sys.stdout.write(orjson.dumps({**report(len(records), outputs, loops), "digests": topic_digests}).decode() + "\n")
 
 
 def report(total: int, outputs: list[Output], loops: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
