@@ -42,7 +42,9 @@ class PredictorFleet:
         self.job_idle_timeout_us = job_idle_timeout_us
         self._jobs: dict[str, JobPredictor] = {}
         self._last: dict[str, int] = {}
-        self._idle: list[tuple[int, str]] = []  # (last event time, job); stale entries are skipped
+        # (an event time of the job, job), one entry per job at or before its last event: an entry found early is
+        # queued again at the job's last event time (``_expire``)
+        self._idle: list[tuple[int, str]] = []
         self.cold_starts = 0
 
     @property
@@ -77,8 +79,8 @@ class PredictorFleet:
 
     def _expire(self, now_us: int) -> None:
         """Forget the jobs idle for longer than the timeout. A job's entry holds the time of an event of it, its
-        latest or an earlier one (one entry per job, not one per event: a heap push at every event was a tenth
-        of the prediction's stepping on Google, session 16); an entry found earlier than its job's latest event
+        latest or an earlier one (one entry per job, not a heap push at every event, which cost much of the
+        prediction's stepping); an entry found earlier than its job's latest event
         is put back at that time, so a job goes exactly when its latest event is older than the timeout."""
         while self._idle and self._idle[0][0] + self.job_idle_timeout_us < now_us:
             at, job_id = heapq.heappop(self._idle)

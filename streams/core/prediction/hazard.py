@@ -141,8 +141,10 @@ class HazardJob:
                 self._label(event.duration_us / 1e6, seen)
 
     def _label(self, duration: float, seen: list[tuple[float, Vector]]) -> None:
-        if not seen:  # a task finished without a checkpoint seen teaches nothing: no tau (JobP90 sorts the job's
-            return  # estimates: a fifth of the prediction's stepping on Google at every finish, session 16)
+        # A task with no example to label (no checkpoint taken as one) teaches nothing: skip tau, which sorts the
+        # job's estimates at every finish (most of Google's tasks report no checkpoint).
+        if not seen:
+            return
         median = self._median() or duration
         tau = self.threshold.value()
         straggler = tau is not None and duration >= tau

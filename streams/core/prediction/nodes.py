@@ -75,7 +75,7 @@ class NodeEvidence:
         ratios.append(relative)
         self._same.setdefault(event.job_id, {}).setdefault(event.node_id, []).append(relative)
         logs = self._logs.get(event.job_id)
-        if logs is None:  # not setdefault: a River Var built at every finish was 5 % of the prediction's stepping
+        if logs is None:  # not setdefault, which would build a River Var at every finish
             logs = self._logs[event.job_id] = stats.Var()
         logs.update(math.log(seconds))
         if logs.n > 2:
@@ -119,7 +119,8 @@ class NodeEvidence:
         it: the copies made once per change are handed to both, so one pickle of the two holds them once (its
         memo) and a reader unpickles the same lists twice, which ``restore`` copies anyway. Only the running
         jobs' ``stats.Var`` objects, which ``restore`` keeps, are copied for each call: two evidences restored
-        from one pickle by a build that does not share must not update one Var twice."""
+        from one pickle by a build that does not share must not update one Var twice. The result is read-only: its
+        lists are this evidence's cache until the next change (callers pickle it at once)."""
         copied = self._copied
         if copied is None:
             copied = self._copied = {

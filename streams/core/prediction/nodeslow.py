@@ -80,13 +80,18 @@ class NodeSlowMethod:
         self.evidence = NodeEvidence(cluster=cluster if cluster is not None else ClusterView())
         self.borrowed = False  # the evidence is another method's, which learns it (``borrow``)
 
+    def can_borrow(self, evidence: NodeEvidence) -> bool:
+        """Whether ``evidence`` is configured as this method's own and reads the same live view: only then does
+        reading it instead of learning its own leave every flag the same."""
+        mine = self.evidence
+        return ((evidence.window, evidence.prior, evidence.horizon_s) == (mine.window, mine.prior, mine.horizon_s)
+                and evidence.cluster is mine.cluster)
+
     def borrow(self, evidence: NodeEvidence) -> None:
         """Read ``evidence``, learned by another method driven with the same events (``select``'s hazard): one
-        evidence learned and saved once instead of two alike (session 16). Its configuration and live view must
-        be this evidence's, else the flags would change: a ValueError."""
-        mine = self.evidence
-        if (evidence.window, evidence.prior, evidence.horizon_s) != (mine.window, mine.prior, mine.horizon_s) or (
-                evidence.cluster is not mine.cluster):
+        evidence learned and saved once instead of two alike. One this method ``can_borrow`` only, else a
+        ValueError (the flags would change)."""
+        if not self.can_borrow(evidence):
             raise ValueError("node-slow can only borrow an evidence configured as its own")
         self.evidence, self.borrowed = evidence, True
 

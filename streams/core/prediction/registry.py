@@ -118,9 +118,9 @@ def _select(context: PredictionContext) -> PredictionMethod:
 
 def share_node_evidence(members: list[PredictionMethod]) -> None:
     """``select``'s node-slow (inside spark-node) reads hazard's node evidence instead of learning its own: both
-    learned the same finishes into alike evidences, and every checkpoint pickled both (a third of the
-    prediction's checkpoint on Google, session 16). Hazard learns it in ``step``'s method learn, where node-slow
-    learned its own, and neither reads it in between: every flag stays the same."""
+    learned the same finishes into alike evidences, and every checkpoint pickled both. Hazard learns it in
+    ``step``'s method learn, where node-slow learned its own, and neither reads it in between: every flag stays the
+    same. A node-slow whose evidence is configured otherwise keeps learning its own (right either way)."""
     from streams.core.prediction.hazard import HazardMethod
     from streams.core.prediction.nodeslow import NodeSlowMethod
 
@@ -129,7 +129,7 @@ def share_node_evidence(members: list[PredictionMethod]) -> None:
         return
     for member in members:
         for inner in getattr(member, "members", (member,)):
-            if isinstance(inner, NodeSlowMethod):
+            if isinstance(inner, NodeSlowMethod) and inner.can_borrow(owner.evidence):
                 inner.borrow(owner.evidence)
 
 

@@ -177,8 +177,7 @@ class SelectorMethod(MemberMethods):
         if len(mine) < self.min_jobs:
             return None
         leads = [a - b for a, b in zip(mine, theirs, strict=True)]
-        # with z 0 (the default) the spread weighs nothing: no stdev (exact, in fractions: a seventh of the
-        # prediction's stepping on Google, where jobs end often; session 16)
+        # with z 0 (the default) the spread weighs nothing: no stdev (exact, in fractions: costly at every job end)
         spread = statistics.stdev(leads) if len(leads) > 1 and self.z else 0.0
         return statistics.fmean(leads) - self.z * spread / math.sqrt(len(leads))
 

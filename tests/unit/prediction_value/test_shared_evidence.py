@@ -111,3 +111,16 @@ def test_an_evidence_snapshot_follows_every_change() -> None:
 def test_node_slow_borrows_only_an_evidence_configured_as_its_own() -> None:
     with pytest.raises(ValueError, match="configured"):
         NodeSlowMethod().borrow(NodeEvidence(window=10))
+
+
+def test_members_whose_evidences_differ_keep_their_own_instead_of_failing_the_worker() -> None:
+    """Review of h65: sharing is an optimisation; members built on two live views (or otherwise configured
+    evidences) must each keep learning their own, not stop the worker with the borrow's ValueError."""
+    from streams.core.prediction.base import ClusterView
+    from streams.core.prediction.registry import share_node_evidence
+
+    hazard = registry.build_method("hazard", PredictionContext(0.5, {}, ClusterView(), 1))
+    spark_node = registry.build_method("spark-node", PredictionContext(0.5, {}, ClusterView(), 1))
+    share_node_evidence([hazard, spark_node])
+    slow = [m for m in getattr(spark_node, "members", ()) if isinstance(m, NodeSlowMethod)]
+    assert slow and all(not m.borrowed and m.evidence is not hazard.evidence for m in slow)  # type: ignore[attr-defined]
