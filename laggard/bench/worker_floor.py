@@ -16,16 +16,20 @@ another on the same records:
 * ``worker``: the direct statistics worker itself (``--role statistics``), in this process, over the same
   records (it is run first: its outputs are the floor's).
 
-    python -m laggard.bench.worker_floor [N] [--rounds R] [--worker-only]
+    python -m laggard.bench.worker_floor [N] [--rounds R] [--worker-only] [--role all]
 
-(``--worker-only``: the worker alone, e.g. under a sampling profiler.)
+(``--worker-only``: the worker alone, e.g. under a sampling profiler; ``--role all``: the default worker, the
+statistics and the straggler prediction (``prediction_method`` at its default), for the prediction's cost beside
+the statistics worker's on the same records (session 16). The floor's loops are a statistics worker's outputs
+whatever the role.)
 
 Prints one JSON document: records, output records per topic, and for each loop records per CPU second and per
-wall second, and its share of ``raw``.
+wall second, and its share of ``raw``; ``digests``: per output topic, the worker's records and a hash of them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import sys
 import tempfile
@@ -48,17 +52,18 @@ from streams.serde import topics as registry
 from streams.settings import Settings
 
 OUTPUT_TOPICS = (registry.NODE_SAMPLES, registry.RANKING_FEED, registry.NODE_SCORES, registry.NODE_CLASSES,
-                 registry.BLACKLIST_DELTAS, registry.BLACKLIST_SNAPSHOT, registry.DEAD_LETTERS)
+                 registry.BLACKLIST_DELTAS, registry.BLACKLIST_SNAPSHOT, registry.DEAD_LETTERS,
+                 registry.STRAGGLER_PREDICTIONS)
 Output = tuple[str, bytes | None, Any]  # topic, key, decoded record (encoded again in the loop)
 
 
-def run_worker(settings: Settings, total: int) -> dict[str, float]:
-    """The direct statistics worker over the pre-loaded records until it has read them all and ranked every
+def run_worker(settings: Settings, total: int, role: str = "statistics") -> dict[str, float]:
+    """The direct worker of ``role`` over the pre-loaded records until it has read them all and ranked every
     progress mark it sent; its CPU and wall. (Stopping once the inputs are read, as ``direct_ab`` does, leaves the
     rankings of a catch-up's last periods in or out by chance: 0 or 28,692 node scores in two runs.)"""
     from streams.engine.worker import DirectWorker
 
-    worker = DirectWorker(settings.model_copy(update={"worker_role": "statistics"}), PARTITIONS)
+    worker = DirectWorker(settings.model_copy(update={"worker_role": role}), PARTITIONS)
     start = _counts()
 
     def stop_when_ranked() -> None:
@@ -94,6 +99,20 @@ def worker_outputs(settings: Settings) -> list[Output]:
     """What the worker sent, topic by topic (the order within a topic kept)."""
     return [(topic.name, record.key, codec.decode(record.value))
             for topic in OUTPUT_TOPICS for record in kafka_clients.read_to_end(settings, topic.name)]
+
+
+def digests(settings: Settings) -> dict[str, str]:
+    """Per output topic, ``count:in order:as a set``: hashes of every record (partition, key, value bytes), in
+    each partition's order and sorted. Two trees' workers over the same records are compared by these (session
+    16). Within one tree, node-samples' order and ranking-feed's progress marks vary from run to run (which
+    partition's batch comes first); the deltas, snapshots and node scores do not."""
+    out = {}
+    for topic in OUTPUT_TOPICS:
+        records = sorted(kafka_clients.read_to_end(settings, topic.name), key=lambda r: (r.partition, r.offset))
+        rows = [orjson.dumps([r.partition, (r.key or b"").hex(), (r.value or b"").hex()]) for r in records]
+        ordered, unordered = hashlib.sha256(b"".join(rows)), hashlib.sha256(b"".join(sorted(rows)))
+        out[topic.name] = f"{len(records)}:{ordered.hexdigest()[:12]}:{unordered.hexdigest()[:12]}"
+    return out
 
 
 def interleaved(outputs: list[Output], total: int) -> list[list[Output]]:
@@ -157,18 +176,20 @@ def outputs_loop(settings: Settings, total: int, per: list[list[Output]], client
 def main(argv: list[str]) -> None:
     n = int(argv[0]) if argv and argv[0].isdigit() else 100_000
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 2
-    settings = Settings(prediction_method="off")
+    role = argv[argv.index("--role") + 1] if "--role" in argv else "statistics"
+    settings = Settings(prediction_method="off") if role == "statistics" else Settings()
     records = encoded(list(itertools.islice(open_trace(google_events_spec(settings)), n)))
     with tempfile.TemporaryDirectory(prefix="laggard-floor-") as workdir, own_broker(Path(workdir)) as broker:
         own = settings.model_copy(update={"bootstrap_servers": broker.bootstrap, "topic_partitions": PARTITIONS,
                                           "app_id": "floor", "stall_timeout_s": 0.0})
         fresh_topics(own, PARTITIONS)
         produce(own, records)
-        say(f"worker floor: the statistics worker over {len(records)} records")
-        loops: dict[str, list[dict[str, float]]] = {"worker": [run_worker(own, len(records))]}
+        say(f"worker floor: the {role} worker over {len(records)} records")
+        loops: dict[str, list[dict[str, float]]] = {"worker": [run_worker(own, len(records), role)]}
         if "--worker-only" in argv:
             rounds = 0
         outputs = worker_outputs(own)
+        topic_digests = digests(own)
         per = interleaved(outputs, len(records))
         for _ in range(rounds):
             for name, loop in (("raw", lambda: consume_loop(own, len(records), None)),
@@ -177,7 +198,7 @@ def main(argv: list[str]) -> None:
                                ("outputs_kafka_python", lambda: outputs_loop(own, len(records), per, "kafka-python"))):
                 say(f"worker floor: {name}")
                 loops.setdefault(name, []).append(loop())
-    sys.stdout.write(orjson.dumps(report(len(records), outputs, loops)).decode() + "\n")
+    sys.stdout.write(orjson.dumps({**report(len(records), outputs, loops), "digests": topic_digests}).decode() + "\n")
 
 
 def report(total: int, outputs: list[Output], loops: dict[str, list[dict[str, float]]]) -> dict[str, Any]:

@@ -42,7 +42,9 @@ class PredictorFleet:
         self.job_idle_timeout_us = job_idle_timeout_us
         self._jobs: dict[str, JobPredictor] = {}
         self._last: dict[str, int] = {}
-        self._idle: list[tuple[int, str]] = []  # (last event time, job); stale entries are skipped
+        # (an event time of the job, job), one entry per job at or before its last event: an entry found early is
+        # queued again at the job's last event time (``_expire``)
+        self._idle: list[tuple[int, str]] = []
         self.cold_starts = 0
 
     @property
@@ -65,8 +67,9 @@ class PredictorFleet:
                 job = self._jobs[job_id] = self.predictor.job(job_id, JobP90())
             flag = step(self.predictor, job, event)
             if event.ts_us > self._last.get(job_id, -1):
+                if job_id not in self._last:  # later events move ``_last`` only: ``_expire`` re-queues (lazily)
+                    heapq.heappush(self._idle, (event.ts_us, job_id))
                 self._last[job_id] = event.ts_us
-                heapq.heappush(self._idle, (event.ts_us, job_id))
         self._expire(event.ts_us)
         return flag
 
@@ -75,10 +78,17 @@ class PredictorFleet:
         self._last.pop(job_id, None)
 
     def _expire(self, now_us: int) -> None:
+        """Forget the jobs idle for longer than the timeout. A job's entry holds the time of an event of it, its
+        latest or an earlier one (one entry per job, not a heap push at every event, which cost much of the
+        prediction's stepping); an entry found earlier than its job's latest event
+        is put back at that time, so a job goes exactly when its latest event is older than the timeout."""
         while self._idle and self._idle[0][0] + self.job_idle_timeout_us < now_us:
-            last, job_id = heapq.heappop(self._idle)
-            if self._last.get(job_id) == last:
+            at, job_id = heapq.heappop(self._idle)
+            last = self._last.get(job_id)
+            if last == at:
                 self._forget(job_id)
+            elif last is not None and last > at:
+                heapq.heappush(self._idle, (last, job_id))
 
     def snapshot(self) -> dict[str, Any]:
         """Plain JSON-able data; each job's and the method's learned state is a versioned, base64 envelope."""

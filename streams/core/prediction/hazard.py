@@ -141,6 +141,10 @@ class HazardJob:
                 self._label(event.duration_us / 1e6, seen)
 
     def _label(self, duration: float, seen: list[tuple[float, Vector]]) -> None:
+        # A task with no example to label (no checkpoint taken as one) teaches nothing: skip tau, which sorts the
+        # job's estimates at every finish (most of Google's tasks report no checkpoint).
+        if not seen:
+            return
         median = self._median() or duration
         tau = self.threshold.value()
         straggler = tau is not None and duration >= tau

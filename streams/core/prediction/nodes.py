@@ -24,9 +24,11 @@ current window mean z and whether it is listed; in evaluation there is none and 
 from __future__ import annotations
 
 import bisect
+import copy
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from river import stats
 
@@ -49,15 +51,19 @@ class NodeEvidence:
     _logs: dict[str, stats.Var] = field(default_factory=dict)  # each running job's log durations
     _recent: dict[str, deque[tuple[float, float]]] = field(default_factory=dict)  # node -> (finish s, z)
     _same: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # job -> node -> log rel durations
+    # what ``snapshot`` copied, until the next change (see ``snapshot``)
+    _copied: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def learn(self, event: Event) -> None:
         """A successful finish adds to its node; a job's end forgets the job's durations."""
         if isinstance(event, JobFinish):
+            self._copied = None
             for state in (self._jobs, self._logs, self._same):
                 state.pop(event.job_id, None)
             return
         if not isinstance(event, TaskFinish) or not event.succeeded:
             return
+        self._copied = None
         seconds = max(event.duration_us / 1e6, 1e-3)
         durations = self._jobs.setdefault(event.job_id, [])
         bisect.insort(durations, seconds)
@@ -68,7 +74,9 @@ class NodeEvidence:
         relative = math.log(seconds / median)
         ratios.append(relative)
         self._same.setdefault(event.job_id, {}).setdefault(event.node_id, []).append(relative)
-        logs = self._logs.setdefault(event.job_id, stats.Var())
+        logs = self._logs.get(event.job_id)
+        if logs is None:  # not setdefault, which would build a River Var at every finish
+            logs = self._logs[event.job_id] = stats.Var()
         logs.update(math.log(seconds))
         if logs.n > 2:
             spread = math.sqrt(max(logs.get(), 0.0)) or 1.0
@@ -105,14 +113,25 @@ class NodeEvidence:
         }
 
     def snapshot(self) -> dict[str, object]:
-        """Plain data for a restart."""
-        return {
-            "nodes": {n: list(r) for n, r in self._nodes.items()},
-            "jobs": {j: list(d) for j, d in self._jobs.items()},
-            "logs": dict(self._logs),
-            "recent": {n: list(r) for n, r in self._recent.items()},
-            "same": {j: {n: list(r) for n, r in nodes.items()} for j, nodes in self._same.items()},
-        }
+        """Plain data for a restart.
+
+        Methods that share one evidence (``select``'s hazard and node-slow, ``NodeSlowMethod.borrow``) each save
+        it: the copies made once per change are handed to both, so one pickle of the two holds them once (its
+        memo) and a reader unpickles the same lists twice, which ``restore`` copies anyway. Only the running
+        jobs' ``stats.Var`` objects, which ``restore`` keeps, are copied for each call: two evidences restored
+        from one pickle by a build that does not share must not update one Var twice. The result is read-only: its
+        lists are this evidence's cache until the next change (callers pickle it at once)."""
+        copied = self._copied
+        if copied is None:
+            copied = self._copied = {
+                "nodes": {n: list(r) for n, r in self._nodes.items()},
+                "jobs": {j: list(d) for j, d in self._jobs.items()},
+                "recent": {n: list(r) for n, r in self._recent.items()},
+                "same": {j: {n: list(r) for n, r in nodes.items()} for j, nodes in self._same.items()},
+            }
+        return {"nodes": copied["nodes"], "jobs": copied["jobs"],
+                "logs": {j: copy.deepcopy(v) for j, v in self._logs.items()},
+                "recent": copied["recent"], "same": copied["same"]}  # fmt: skip
 
     def restore(self, state: object) -> None:
         if not isinstance(state, dict) or not isinstance(state.get("nodes"), dict):
@@ -122,3 +141,4 @@ class NodeEvidence:
         self._logs = dict(state.get("logs", {}))
         self._recent = {n: deque(r, maxlen=self.window) for n, r in state.get("recent", {}).items()}
         self._same = {j: {n: list(r) for n, r in nodes.items()} for j, nodes in state.get("same", {}).items()}
+        self._copied = None

@@ -78,12 +78,29 @@ class NodeSlowMethod:
         self.slowness = slowness
         self.initial_fraction = initial_fraction
         self.evidence = NodeEvidence(cluster=cluster if cluster is not None else ClusterView())
+        self.borrowed = False  # the evidence is another method's, which learns it (``borrow``)
+
+    def can_borrow(self, evidence: NodeEvidence) -> bool:
+        """Whether ``evidence`` is configured as this method's own and reads the same live view: only then does
+        reading it instead of learning its own leave every flag the same."""
+        mine = self.evidence
+        return ((evidence.window, evidence.prior, evidence.horizon_s) == (mine.window, mine.prior, mine.horizon_s)
+                and evidence.cluster is mine.cluster)
+
+    def borrow(self, evidence: NodeEvidence) -> None:
+        """Read ``evidence``, learned by another method driven with the same events (``select``'s hazard): one
+        evidence learned and saved once instead of two alike. One this method ``can_borrow`` only, else a
+        ValueError (the flags would change)."""
+        if not self.can_borrow(evidence):
+            raise ValueError("node-slow can only borrow an evidence configured as its own")
+        self.evidence, self.borrowed = evidence, True
 
     def job(self, job_id: str, threshold: Threshold) -> NodeSlowJob:
         return NodeSlowJob(self)
 
     def learn(self, event: Event) -> None:
-        self.evidence.learn(event)
+        if not self.borrowed:
+            self.evidence.learn(event)
 
     def adopt(self, job: NodeSlowJob) -> None:
         """Bind a restored job predictor to this method's evidence."""
@@ -94,4 +111,4 @@ class NodeSlowMethod:
         return self.evidence.snapshot()
 
     def restore(self, state: object) -> None:
-        self.evidence.restore(state)
+        self.evidence.restore(state)  # borrowed, the owner restores the same state again: alike either way

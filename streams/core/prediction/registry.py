@@ -111,8 +111,26 @@ def _select(context: PredictionContext) -> PredictionMethod:
     hazard = {"hazard_p": params.get("select_hazard_p", 0.2), "node_features": 1}
     inner = PredictionContext(context.initial_fraction, {**params, **hazard}, context.cluster, context.seed)
     members = [build_method(name, inner) for name in names]
+    share_node_evidence(members)
     return SelectorMethod(members, margin=params.get("select_margin", 0.0), z=params.get("select_z", 0.0),
                           min_jobs=int(params.get("select_min_jobs", 3)))  # fmt: skip
+
+
+def share_node_evidence(members: list[PredictionMethod]) -> None:
+    """``select``'s node-slow (inside spark-node) reads hazard's node evidence instead of learning its own: both
+    learned the same finishes into alike evidences, and every checkpoint pickled both. Hazard learns it in
+    ``step``'s method learn, where node-slow learned its own, and neither reads it in between: every flag stays the
+    same. A node-slow whose evidence is configured otherwise keeps learning its own (right either way)."""
+    from streams.core.prediction.hazard import HazardMethod
+    from streams.core.prediction.nodeslow import NodeSlowMethod
+
+    owner = next((member for member in members if isinstance(member, HazardMethod)), None)
+    if owner is None:
+        return
+    for member in members:
+        for inner in getattr(member, "members", (member,)):
+            if isinstance(inner, NodeSlowMethod) and inner.can_borrow(owner.evidence):
+                inner.borrow(owner.evidence)
 
 
 def _node_slow(context: PredictionContext) -> PredictionMethod:

@@ -177,7 +177,8 @@ class SelectorMethod(MemberMethods):
         if len(mine) < self.min_jobs:
             return None
         leads = [a - b for a, b in zip(mine, theirs, strict=True)]
-        spread = statistics.stdev(leads) if len(leads) > 1 else 0.0
+        # with z 0 (the default) the spread weighs nothing: no stdev (exact, in fractions: costly at every job end)
+        spread = statistics.stdev(leads) if len(leads) > 1 and self.z else 0.0
         return statistics.fmean(leads) - self.z * spread / math.sqrt(len(leads))
 
     def judge(self, outcomes: Sequence[Counts]) -> None:

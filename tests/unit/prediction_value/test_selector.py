@@ -103,3 +103,19 @@ def test_spark_node_flags_what_spark_flags_and_slow_nodes_tasks_earlier() -> Non
         assert all(task in both[job_id] and both[job_id][task][0] <= at for task, (at, _) in tasks.items())
     earlier = sum(both[j][t][0] < spark[j].get(t, (2**62, 0))[0] for j in both for t in both[j])
     assert earlier > 10  # the node's past flags tasks Spark flags late or never
+
+
+def test_the_bound_is_the_mean_lead_less_z_standard_errors() -> None:
+    import math
+    import statistics
+
+    from streams.core.prediction.selector import f1_in_time
+
+    outcomes = [((1, 0, 0, 0), (0, 1, 0, 1)), ((0, 2, 0, 1), (1, 0, 0, 0)), ((3, 1, 0, 0), (1, 1, 1, 1))]
+    leads = [f1_in_time(leader) - f1_in_time(challenger) for challenger, leader in outcomes]
+    for z in (0.0, 1.5):
+        selector = SelectorMethod(_members(PredictionContext()), z=z, margin=10.0)  # type: ignore[arg-type]
+        for challenger, leader in outcomes:  # members: spark-q0.9-m3 (followed), hazard (the challenger)
+            selector.judge([leader, challenger])
+        mean = statistics.fmean([-lead for lead in leads])
+        assert selector.bound(1) == mean - z * statistics.stdev(leads) / math.sqrt(3)
