@@ -76,7 +76,6 @@ class RankStage:
         self._idle: set[int] = set()
         self._next_boundary: int | None = None  # None: the first boundary is not decided yet (see _start)
         self._first_observed: int | None = None  # the earliest forwarded task event's time, while undecided
-        self._guarded: int | None = None  # the boundary the deny-list was published at alone, if it was
         self._watches = observes_tasks(self.ranker.detector)
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
@@ -180,21 +179,19 @@ class RankStage:
         if first is None or first >= watermark:
             return None
         self._first_observed = None  # decided: only _next_boundary counts from now on
-        start = boundary_at_or_before(first, self.config.period_us) + self.config.period_us
-        # A datum arrives before the watermark passes it, so a start after the deny-list's boundary; kept sure.
-        return start if self._guarded is None else max(start, self._guarded + self.config.period_us)
+        # after any boundary the deny-list was published at alone: that one was at or before the watermark, and
+        # every datum that arrived since is at or after it
+        return boundary_at_or_before(first, self.config.period_us) + self.config.period_us
 
     def _guards(self, watermark: int) -> list[RankResult]:
         """Before the first ranking with data: the deny-list published alone at the last boundary every partition
-        has passed, when consumers do not have all of it yet (so once, and never again after a restart)."""
+        has passed, when consumers do not have all of it yet (the book says: so once, and never again after a
+        restart)."""
         deny = self.config.deny_list
         if not deny or deny <= self.ranker.blacklist.node_ids:
             return []
         boundary = boundary_at_or_before(watermark, self.config.period_us)
-        if self._guarded is not None and boundary <= self._guarded:
-            return []  # the deny-list grew across a restart: published with the next boundary
         ranking, delta = self.ranker.decide_guards(boundary)
-        self._guarded = boundary
         return [RankResult(boundary, ranking, delta, self.ranker.blacklist)]
 
     @property
@@ -236,7 +233,6 @@ class RankStage:
             "watermarks": sorted(self._watermarks.items()),
             "next_boundary": self._next_boundary,
             "first_observed": self._first_observed,
-            "guarded": self._guarded,
             "sources": sorted(self._sources.items()),
         }
 
@@ -252,8 +248,6 @@ class RankStage:
         self._next_boundary = state["next_boundary"]
         first = state.get("first_observed")  # absent before h62: only a ranking that had not started misses it
         self._first_observed = None if first is None else int(first)
-        guarded = state.get("guarded")  # absent before the deny-list was published alone
-        self._guarded = None if guarded is None else int(guarded)
         self._sources = {str(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
 
 
