@@ -2,10 +2,11 @@
 
 Sizes are chosen so the whole suite runs in a few minutes: 100 nodes where the issue's figures came from
 100-node clusters, 400 nodes only for the sparse case that needs them, short traces where a fault's onset and
-recovery fit in four or five hours. Every fault begins after an hour of healthy running (a full window).
+recovery fit in four or five hours. Every fault begins after an hour of healthy running (a full window), except
+in the cold scenarios, where laggard starts watching a cluster that is already faulty (or healthy).
 
 >>> sorted(SCENARIOS)[:3]
-['cpu-1.3x', 'cpu-1.5x', 'cpu-2x']
+['cold-2x', 'cold-healthy-2h', 'cpu-1.3x']
 >>> SCENARIOS["cpu-2x"].mean_task_s
 120.0
 """
@@ -71,6 +72,12 @@ _SUITE = (
              "quarters of one generation, a quarter of an older one at 1.1x), 25 tasks/node/h, 5 h (not tuned on: "
              "defined in session 10 before its first run)", nodes=120, rate=25, hours=5,
              hardware=(1.0, 1.0, 1.0, 1.1), faults=(Fault(3, 2.0, onset_h=1, recovery_h=3),), tags=("unseen",)),
+    Scenario("cold-2x", "2 of 100 nodes 2x slow from the start to 2 h, 60 tasks/node/h, 4 h: a fault already there "
+             "when laggard starts watching, as on a fresh deployment or in the demo (defined in session 17 before its "
+             "first run)", nodes=100, rate=60, hours=4, faults=(Fault(2, 2.0, onset_h=0, recovery_h=2),)),
+    Scenario("cold-healthy-2h", "100 equal nodes, 2 h, 60 tasks/node/h, watched from their first task: every "
+             "listing is chance, all of it in the cold start (defined in session 17 before its first run)",
+             nodes=100, rate=60, hours=2, tags=("healthy",)),
     Scenario("over-cap-2x", "20 of 100 nodes 2x slow from 1 h to 3 h: twice what the 10 % cap allows",
              nodes=100, rate=60, hours=4, faults=(Fault(20, 2.0, onset_h=1, recovery_h=3),)),
 )
