@@ -86,6 +86,10 @@ class RunningTaskDetector:
     hold them until they recovered (see the module text)."""
 
     name = "running"
+    # ``learn`` uses nothing; the ranking's window statistics (NodeScores, the cap's count of nodes) then come from
+    # the partitions' summaries, provisional values included, as under pcores: no sample crosses one by one, and a
+    # source without job ends loses no value to its idle timeout (session 17).
+    learns_from_samples = False
 
     def __init__(self, scales: Sequence[Scale], z_list: float = 5.0, min_effect: float = 0.3,
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
