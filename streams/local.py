@@ -66,7 +66,7 @@ class LocalPipeline:
     >>> trace = open_trace("synthetic:nodes=40,slow=3,jobs=150,seed=1")
     >>> pipeline = LocalPipeline(Settings())
     >>> [(d.version, sorted(e.node_id for e in d.added)) for d in pipeline.run(trace)]
-    [(1, ['node-08', 'node-36']), (2, ['node-04'])]
+    [(1, ['node-04', 'node-08', 'node-36'])]
     >>> sorted(pipeline.blacklist.node_ids) == trace.ground_truth["slow_nodes"]
     True
     """

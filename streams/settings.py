@@ -107,7 +107,9 @@ class Settings(BaseSettings):
                                "job partition; a job partition with nothing taken since its latest seek keeps the "
                                "timeout. 0: off; no effect when the timeout is 0"
     )
-    policy: str = Field("pcores", description="blacklist policy, a name of streams.core.decision.registry.POLICIES")
+    # running, not pcores: on the fault scenarios it lists no healthy node by chance where pcores lists hundreds
+    # (docs/scenarios.md, session 17). `laggard rank` (one window of finished tasks) keeps P-Cores.
+    policy: str = Field("running", description="blacklist policy, a name of streams.core.decision.registry.POLICIES")
     min_tasks: int = Field(5, ge=1)
     significance_floor: float | None = Field(0.25, description="ci_low must exceed it; None disables")
     max_fraction: float = Field(0.1, gt=0, le=1)

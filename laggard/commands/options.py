@@ -91,12 +91,15 @@ class RegistryChoice(click.Choice):  # type: ignore[type-arg]
         pass  # click.Choice.__init__ assigns the (empty) tuple; the registry is the list
 
 
-def policy_option(func: F) -> F:
-    """``--policy NAME``, one of ``POLICIES`` (each described in the command's epilog, ``policies_epilog``)."""
-    return click.option(
-        "--policy", type=RegistryChoice(POLICIES), default=None,
-        help="blacklist policy, see the list below [default: setting LAGGARD_POLICY, else pcores]",
-    )(func)
+def policy_option(func: F | None = None, *, default: str = "running") -> Any:
+    """``--policy NAME``, one of ``POLICIES`` (each described in the command's epilog, ``policies_epilog``);
+    ``default`` names what the command takes when neither the option nor ``LAGGARD_POLICY`` is given."""
+    def decorate(f: F) -> F:
+        return click.option(
+            "--policy", type=RegistryChoice(POLICIES), default=None,
+            help=f"blacklist policy, see the list below [default: setting LAGGARD_POLICY, else {default}]",
+        )(f)
+    return decorate if func is None else decorate(func)
 
 
 def policies_epilog() -> str:

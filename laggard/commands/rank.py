@@ -36,6 +36,7 @@ from streams.core.ranking_config import RankingConfig
 from streams.core.zscore import JobNormalizer
 
 MAX_EXAMPLES = 5
+RANK_DEFAULT_POLICY = "pcores"  # the file is one window: P-Cores' question (DSB Algorithm 3)
 _NEVER_US = 2**62  # the whole input is one window: no job goes idle, no sample expires
 
 
@@ -112,7 +113,7 @@ def _report_reading(report: ReadReport, source: str, samples: int, err: Console)
                    "(the replayers' csv: format; may be .gz)")
 @click.option("--trace", "trace", metavar="FORMAT:PATH",
               help="rank straight from a trace in any format the replayers read")
-@policy_option
+@policy_option(default=RANK_DEFAULT_POLICY)
 @click.option("--min-tasks", type=click.IntRange(min=1), default=None,
               help="samples a node needs to be eligible [default: 5]")
 @click.option("--significance-floor", type=FloorType(), default=None,
@@ -156,12 +157,15 @@ def _config(policy: str | None, min_tasks: int | None, floor: float | str | None
         "policy": policy, "min_tasks": min_tasks, "max_fraction": max_fraction, "seed": seed,
     }
     settings = settings_with(None, **given)
+    # One window of finished tasks is P-Cores' question (DSB); the product's default, the running policy, judges
+    # tasks over time and lists nothing in a single look. A policy set by option or setting is taken as given.
+    chosen_policy = settings.policy if "policy" in settings.model_fields_set else RANK_DEFAULT_POLICY
     chosen_floor = settings.significance_floor
     if floor is not None:
         chosen_floor = None if floor == "none" else float(floor)
     try:
         return RankingConfig(
-            policy=settings.policy, min_tasks=settings.min_tasks, significance_floor=chosen_floor,
+            policy=chosen_policy, min_tasks=settings.min_tasks, significance_floor=chosen_floor,
             max_fraction=settings.max_fraction, min_dwell_periods=settings.min_dwell_periods,
             allow_list=frozenset(settings.allow_list), deny_list=frozenset(settings.deny_list),
             seed=settings.seed, cluster_id=settings.cluster_id,

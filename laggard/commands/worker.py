@@ -57,8 +57,8 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     partitions of task-events; the ranking runs on one of them. With --engine direct, prediction can run
     apart: statistics workers with --role statistics, prediction workers with --role prediction.
 
-    A policy whose detector watches running tasks (running) has every task event forwarded to the ranking:
-    about 2.5x the worker's CPU of pcores (docs/scenarios.md).
+    A policy whose detector watches running tasks (running, the default) has every task event forwarded to the
+    ranking, which costs more CPU than pcores (docs/scale.md, session 17).
     """
     settings = settings_with(bootstrap, _env_file=settings_file, topic_partitions=partitions,
                              cluster_id=cluster_id, web_port=web_port, metrics_port=metrics_port, engine=engine,

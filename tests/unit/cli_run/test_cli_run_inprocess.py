@@ -69,12 +69,12 @@ def test_json_ranking_and_counts_describe_the_run(document):
     assert sum(counts["skip_reasons"].values()) == counts["skipped"]
 
 
-def test_a_healthy_cluster_gets_no_blacklist_unless_the_floor_is_disabled():
+def test_a_healthy_cluster_gets_no_blacklist_by_default_but_plain_dsb_lists_by_chance():
     healthy = "synthetic:nodes=40,slow=0,jobs=120,seed=2"
     guarded = json.loads(invoke("--trace", healthy, "--json").stdout)
     assert guarded["deltas"] == [] and guarded["blacklist"] == []
     assert guarded["detection"]["precision"] is None  # nothing blacklisted: precision undefined
-    bare = json.loads(invoke("--trace", healthy, "--json", "--significance-floor", "none").stdout)
+    bare = json.loads(invoke("--trace", healthy, "--json", "--policy", "pcores", "--significance-floor", "none").stdout)
     assert bare["blacklist"], "plain DSB level 0 lists healthy nodes by chance"
     ever = sorted({entry["node_id"] for delta in bare["deltas"] for entry in delta["added"]})
     assert bare["detection"]["false_positives"] == ever and bare["detection"]["precision"] == 0.0
@@ -103,7 +103,7 @@ def test_honouring_the_blacklist_would_shorten_the_jobs_on_slow_nodes_nearly_as_
 
 def test_a_blacklist_of_healthy_nodes_saves_no_more_than_moving_random_tasks():
     healthy = json.loads(invoke("--trace", "synthetic:nodes=40,slow=0,jobs=120,seed=2", "--json",
-                                "--significance-floor", "none").stdout)  # fmt: skip
+                                "--policy", "pcores", "--significance-floor", "none").stdout)  # fmt: skip
     found = healthy["avoidance"]["blacklist"]
     assert found["moved"] > 100  # plain DSB lists healthy nodes by chance, and tasks land on them
     assert found["mean_reduction"] < found["mean_baseline"] + 0.01

@@ -81,8 +81,8 @@ def test_run_with_batch_1_yields_each_delta_before_pulling_the_next_event() -> N
             pulled += 1
             yield event
 
-    pulls_at_delta = [pulled for _ in LocalPipeline(Settings()).run(live(), finish=False, batch=1)]
-    probe = LocalPipeline(Settings())
+    pulls_at_delta = [pulled for _ in LocalPipeline(Settings(policy="pcores")).run(live(), finish=False, batch=1)]
+    probe = LocalPipeline(Settings(policy="pcores"))  # two deltas on this trace (the running policy: one)
     expected = [i + 1 for i, event in enumerate(events) for _ in probe.feed(event)]  # the event causing each delta
     assert len(expected) >= 2
     assert pulls_at_delta == expected  # each delta right after the event that caused it

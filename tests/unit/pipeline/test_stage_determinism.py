@@ -54,8 +54,8 @@ def _coarse(event: Event) -> Event | None:
 
 COARSE = [e for e in map(_coarse, SYNTHETIC) if e is not None]
 CASES = {
-    "synthetic": (SYNTHETIC, Settings()),
-    "coarse": (COARSE, Settings(job_idle_timeout_s=120)),
+    "synthetic": (SYNTHETIC, Settings(policy="pcores")),
+    "coarse": (COARSE, Settings(policy="pcores", job_idle_timeout_s=120)),
 }
 
 
