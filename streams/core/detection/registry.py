@@ -144,7 +144,8 @@ def running_detector(config: RankingConfig) -> RunningTaskDetector:
     fast = config.period_us <= RUNNING_FAST_PERIOD_US
     return RunningTaskDetector(tuple(scales), z_list=RUNNING_Z, min_effect=RUNNING_MIN_EFFECT,
                                min_tasks=config.min_tasks, persistence=RUNNING_PERSISTENCE, quiet_us=window,
-                               warmup_us=round(window * RUNNING_WARMUP_WINDOWS), z_release=RUNNING_Z_RELEASE_FAST if fast else RUNNING_Z_RELEASE,
+                               warmup_us=round(window * RUNNING_WARMUP_WINDOWS),
+                               z_release=RUNNING_Z_RELEASE_FAST if fast else RUNNING_Z_RELEASE,
                                release_tasks=max(RUNNING_RELEASE_TASKS, config.min_tasks),
                                period_us=config.period_us, release_information=RUNNING_RELEASE_INFORMATION,
                                min_ratio=RUNNING_MIN_RATIO if config.running_min_ratio is None

@@ -72,7 +72,8 @@ def test_a_false_positive_is_said_out_loud(tmp_path):
     """Plain DSB (P-Cores with its guards off) lists healthy nodes by chance; the page must say so, not hide it."""
     out = tmp_path / "bare"
     result = CliRunner().invoke(
-        cli, ["demo", "--out", str(out), *SMALL, "--policy", "pcores", "--significance-floor", "none", "--min-tasks", "1"]
+        cli, ["demo", "--out", str(out), *SMALL, "--policy", "pcores", "--significance-floor", "none",
+              "--min-tasks", "1"]
     )
     assert result.exit_code == 0, result.output
     page = (out / "index.html").read_text()
