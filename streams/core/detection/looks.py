@@ -60,6 +60,10 @@ class PassingLooks:
             self._runs.pop(node, None)
         return runs
 
+    def running(self, node: str) -> bool:
+        """Whether ``node`` has a passing run on some scale."""
+        return node in self._runs
+
     def keep_only(self, nodes: Container[str]) -> None:
         """Forget the runs of nodes outside ``nodes``: no usable task this look is no run."""
         self._runs = {node: runs for node, runs in self._runs.items() if node in nodes}

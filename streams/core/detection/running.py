@@ -66,6 +66,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import log_ratios, node_spread, task_scores
@@ -149,22 +150,70 @@ class RunningTaskDetector:
         end = window.end_us
         self._apply_before(end)
         quiet: list[str] = []
-        tallies = self._tally(end, quiet)
-        longest = [t[-1] for t in tallies.values() if t[-1].tasks >= self.min_tasks and t[-1].information > 0]
+        names, kept, columns = self._columns(end, quiet)
+        cols = [tuple(column[kept] for column in scale_columns) for scale_columns in columns]
+        info = cols[-1][4] if cols else np.zeros(0)
+        longest = (cols[-1][0] >= self.min_tasks) & (info > 0) if cols else np.zeros(0, dtype=bool)
         # Estimated at most once per period end, and only when a spread-using scale looks at a node it could list
         # (the 180-minute scale every 5 minutes): it costs a few ms on thousands of nodes.
-        spread = functools.cache(lambda: node_spread(np.array([t.effect for t in longest]),
-                                                     np.array([t.information for t in longest])))
+        spread = functools.cache(lambda: node_spread(cols[-1][3][longest] / info[longest], info[longest]))
         # no usable task this look: no run (a forgotten node has none either, so this clears its counters too)
-        self._looks.keep_only(tallies)
+        judged = [names[i] for i in kept.tolist()]
+        self._looks.keep_only(set(judged))
+        plain = self._plain(judged, cols)
         evidence = {}
-        for node in sorted(tallies):
-            evidence[node] = self._judge(node, tallies[node], end, spread)
+        for j in sorted(range(len(judged)), key=judged.__getitem__):
+            node = judged[j]
+            words = None if plain is None else plain[j]
+            if words is not None:
+                self._streak[node] = (0, end)
+                evidence[node] = Evidence(node, False, *words)
+            else:
+                i = int(kept[j])
+                tallies = [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]),
+                                 float(c[5][i])) for c in columns]
+                evidence[node] = self._judge(node, tallies, end, spread)
         for node in quiet:
             if node not in evidence:
                 evidence[node] = Evidence(node, False, -math.inf, f"no recent evidence: no task started on it for "
                                           f"{self.quiet_us / MINUTE_US:g} min, none running; its old tasks forgotten")
         return evidence
+
+    def _plain(self, judged: list[str], cols: list[tuple[npt.NDArray[Any], ...]]
+               ) -> list[tuple[float, str] | None] | None:
+        """Per judged node, its score and words when no scale could pass it and it carries nothing from earlier
+        looks (no suspicion, no passing run, no streak): what ``_judge`` would say, computed over columns, for the
+        thousands of such nodes a large cluster has at every boundary; None for a node ``_judge`` must see. No
+        scale could pass a node whose tasks, effect or z (before the spread, which only lowers it) fall short of
+        the scale's levels (``_clearly_slow``)."""
+        if not cols:
+            return None
+        could = np.zeros(len(judged), dtype=bool)
+        zs, effects, scores = [], [], []
+        for scale, (tasks, _, _, total, info, _) in zip(self.scales, cols, strict=True):
+            positive = info > 0
+            root = np.sqrt(np.where(positive, info, 1.0))
+            z = np.where(positive, total / root, 0.0)
+            effect = np.where(positive, total / np.where(positive, info, 1.0), 0.0)
+            z_level, effect_level = self._levels(scale)
+            could |= (tasks >= self.min_tasks) & (effect >= effect_level) & (z >= z_level)
+            zs.append(z)
+            effects.append(effect)
+            scores.append(np.where(positive, effect - 2 * (1.0 / root), -math.inf))
+        z_all = np.stack(zs)
+        best = np.argmax(z_all, axis=0).tolist()  # the first scale of the highest z, as max() picks it
+        score = np.max(np.stack(scores), axis=0).tolist()
+        z_all, effects_all = z_all.tolist(), np.stack(effects).tolist()
+        could_list = could.tolist()
+        out: list[tuple[float, str] | None] = []
+        for j, node in enumerate(judged):
+            if could_list[j] or node in self._effect or self._looks.running(node) or self._streak.get(node, (0,))[0]:
+                out.append(None)
+                continue
+            k = best[j]
+            out.append((score[j], f"not clearly slow: at most z {z_all[k][j]:+.1f}, effect {effects_all[k][j]:+.2f} "
+                                  f"over {int(cols[k][0][j])} tasks"))
+        return out
 
     # --- state ------------------------------------------------------------------------------------------------
 
@@ -223,6 +272,17 @@ class RunningTaskDetector:
                 del self._since[node]
 
     def _tally(self, end: int, quiet: list[str]) -> dict[str, list[Tally]]:
+        """Per node judged at ``end``, its tally over every scale (``_columns``; for tools and tests: ``detect``
+        builds them only for nodes a scale could pass)."""
+        names, kept, columns = self._columns(end, quiet)
+        return {names[i]: [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]),
+                                 float(c[5][i])) for c in columns] for i in kept.tolist()}
+
+    def _columns(self, end: int, quiet: list[str]) -> tuple[list[str], npt.NDArray[np.intp],
+                                                            list[tuple[npt.NDArray[Any], ...]]]:
+        """The node names, the indices of those judged at ``end`` (a task started over the longest scale, or a
+        suspect), and per scale the columns of every node's tally: tasks, running, past their job's median, the
+        sums of contributions, of null variances and of log ratios (``Tally``)."""
         if self._table.compact(end - self.memory_us, end - 4 * self.memory_us):
             self._projected = {key: d for key, d in self._projected.items() if self._table.has(*key)}
             self._reported = {key: r for key, r in self._reported.items() if self._table.has(*key)}
@@ -233,7 +293,7 @@ class RunningTaskDetector:
         jobs, nodes, starts, durations, projected = (jobs[keep], nodes[keep], starts[keep], durations[keep],
                                                      projected[keep])
         if not len(jobs):
-            return {}
+            return self._table.node_names, np.zeros(0, dtype=np.intp), []
         finished = durations >= 0
         # A running task whose checkpoint projects its duration scores as if it had finished then (at least as
         # long as it has already run): its progress rate is evidence before it ends.
@@ -254,13 +314,9 @@ class RunningTaskDetector:
                             np.bincount(nodes[mask], weights=x[mask], minlength=m),
                             np.bincount(nodes[mask], weights=v[mask], minlength=m),
                             np.bincount(nodes[mask], weights=scaled[mask], minlength=m)))
-        seen = np.bincount(nodes[usable & (starts >= end - self.scales[-1].window_us)], minlength=m)
-        out: dict[str, list[Tally]] = {}
-        for i, node in enumerate(names):
-            if seen[i] or node in self._effect:
-                out[node] = [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]),
-                                   float(c[5][i])) for c in columns]
-        return out
+        seen = np.bincount(nodes[usable & (starts >= end - self.scales[-1].window_us)], minlength=m).tolist()
+        kept = np.array([i for i, node in enumerate(names) if seen[i] or node in self._effect], dtype=np.intp)
+        return names, kept, [tuple(c) for c in columns]
 
     # --- judgement --------------------------------------------------------------------------------------------
 
