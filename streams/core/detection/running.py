@@ -71,6 +71,7 @@ import numpy.typing as npt
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import log_ratios, node_spread, task_scores
 from streams.core.detection.looks import PassingLooks, look_identity
+from streams.core.detection.plain import plain_words
 from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
@@ -182,38 +183,13 @@ class RunningTaskDetector:
     def _plain(self, judged: list[str], cols: list[tuple[npt.NDArray[Any], ...]]
                ) -> list[tuple[float, str] | None] | None:
         """Per judged node, its score and words when no scale could pass it and it carries nothing from earlier
-        looks (no suspicion, no passing run, no streak): what ``_judge`` would say, computed over columns, for the
-        thousands of such nodes a large cluster has at every boundary; None for a node ``_judge`` must see. No
-        scale could pass a node whose tasks, effect or z (before the spread, which only lowers it) fall short of
-        the scale's levels (``_clearly_slow``)."""
+        looks (no suspicion, no passing run, no streak), computed over columns (``plain_words``); None for a node
+        ``_judge`` must see."""
         if not cols:
             return None
-        could = np.zeros(len(judged), dtype=bool)
-        zs, effects, scores = [], [], []
-        for scale, (tasks, _, _, total, info, _) in zip(self.scales, cols, strict=True):
-            positive = info > 0
-            root = np.sqrt(np.where(positive, info, 1.0))
-            z = np.where(positive, total / root, 0.0)
-            effect = np.where(positive, total / np.where(positive, info, 1.0), 0.0)
-            z_level, effect_level = self._levels(scale)
-            could |= (tasks >= self.min_tasks) & (effect >= effect_level) & (z >= z_level)
-            zs.append(z)
-            effects.append(effect)
-            scores.append(np.where(positive, effect - 2 * (1.0 / root), -math.inf))
-        z_all = np.stack(zs)
-        best = np.argmax(z_all, axis=0).tolist()  # the first scale of the highest z, as max() picks it
-        score = np.max(np.stack(scores), axis=0).tolist()
-        z_all, effects_all = z_all.tolist(), np.stack(effects).tolist()
-        could_list = could.tolist()
-        out: list[tuple[float, str] | None] = []
-        for j, node in enumerate(judged):
-            if could_list[j] or node in self._effect or self._looks.running(node) or self._streak.get(node, (0,))[0]:
-                out.append(None)
-                continue
-            k = best[j]
-            out.append((score[j], f"not clearly slow: at most z {z_all[k][j]:+.1f}, effect {effects_all[k][j]:+.2f} "
-                                  f"over {int(cols[k][0][j])} tasks"))
-        return out
+        could, words = plain_words(cols, [self._levels(scale) for scale in self.scales], self.min_tasks)
+        return [None if could[j] or node in self._effect or self._looks.running(node)
+                or self._streak.get(node, (0,))[0] else words(j) for j, node in enumerate(judged)]
 
     # --- state ------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,54 @@
+"""The running-task detector's judgement of the nodes no scale could pass, over columns (issue 18, session 17).
+
+At every boundary a large cluster has thousands of nodes whose tallies fall short of every scale's levels; for
+each, ``RunningTaskDetector._judge`` would build a ``Tally`` per scale and say "not clearly slow", with the best
+z, its effect and tasks, and a score. This gives the same numbers and words from numpy columns: the same float
+operations, so the same bits, and the first scale of the highest z as ``max`` picks it.
+
+>>> import numpy as np
+>>> cols = [(np.array([6, 7]), None, None, np.array([3.0, 9.0]), np.array([4.0, 1.0]), None)]
+>>> could, words = plain_words(cols, [(4.0, 0.3)], min_tasks=5)
+>>> could, words(0)
+([False, True], (-0.25, 'not clearly slow: at most z +1.5, effect +0.75 over 6 tasks'))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, float]], min_tasks: int
+                ) -> tuple[list[bool], Callable[[int], tuple[float, str]]]:
+    """``cols``: per scale, the judged nodes' columns (tasks, running, past median, sum of contributions, sum of
+    null variances, sum of log ratios: ``Tally``); ``levels``: per scale, the z and effect a look must reach.
+    Returns per node whether some scale could pass it (its tasks, effect and z before the spread, which only
+    lowers z, all reach the scale's levels: ``_clearly_slow``'s first test), and for node j its score (the
+    largest effect less two standard errors) and the words ``_judge`` gives a node no scale passed."""
+    could = np.zeros(len(cols[0][0]), dtype=bool)
+    zs, effects, scores = [], [], []
+    for (tasks, _, _, total, info, _), (z_level, effect_level) in zip(cols, levels, strict=True):
+        positive = info > 0
+        root = np.sqrt(np.where(positive, info, 1.0))
+        z = np.where(positive, total / root, 0.0)
+        effect = np.where(positive, total / np.where(positive, info, 1.0), 0.0)
+        could |= (tasks >= min_tasks) & (effect >= effect_level) & (z >= z_level)
+        zs.append(z)
+        effects.append(effect)
+        scores.append(np.where(positive, effect - 2 * (1.0 / root), -math.inf))
+    z_all: npt.NDArray[np.float64] = np.stack(zs)
+    best = np.argmax(z_all, axis=0).tolist()  # the first scale of the highest z, as max() picks it
+    score = np.max(np.stack(scores), axis=0).tolist()
+    z_rows, effect_rows = z_all.tolist(), np.stack(effects).tolist()
+    task_rows = [c[0].tolist() for c in cols]
+
+    def words(j: int) -> tuple[float, str]:
+        k = best[j]
+        return score[j], (f"not clearly slow: at most z {z_rows[k][j]:+.1f}, effect {effect_rows[k][j]:+.2f} "
+                          f"over {task_rows[k][j]} tasks")
+
+    return could.tolist(), words
