@@ -149,13 +149,19 @@ def _write(outcome: RunOutcome, history: Any, settings: Settings, spec: str, out
     end_us = max(outcome.pipeline.counts.last_ts_us, 1)
     score = outcome.detection
     assert score is not None  # a synthetic trace always has its ground truth
+    pcores = settings.policy in ("pcores", "pcores-top-k")
+    floored = pcores or settings.policy == "shift"  # the detectors that read the significance floor
     plots = {
         "intervals.png": "Each node's mean z and 95 % interval in the final window, coloured by P-Cores level "
-        "(level 0: nothing clearly slower); blacklisted nodes boxed; injected slow nodes in red.",
+        "(level 0: nothing clearly slower); blacklisted nodes boxed; injected slow nodes in red."
+        + ("" if pcores else f" Policy {settings.policy} lists from its own evidence (each listing's reason says "
+                             "which); the window statistics are shown for comparison."),
         "blacklist.png": "The blacklist over time: the fault period of each injected slow node shaded, each stay "
         "on the blacklist a bar, the fault onset dashed.",
-        "ci_low.png": "The lower end of each node's 95 % interval at every ranking: a node can only be "
-        "blacklisted once it rises above the significance floor.",
+        "ci_low.png": "The lower end of each node's 95 % interval at every ranking: "
+        + ("a node can only be blacklisted once it rises above the significance floor." if floored else
+           "the significance floor is P-Cores' guard, drawn for comparison; policy "
+           f"{settings.policy} does not use it."),
     }
     floor = settings.significance_floor
     last = outcome.pipeline.last_ranking

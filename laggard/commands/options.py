@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import click
 from pydantic import ValidationError
@@ -91,14 +91,26 @@ class RegistryChoice(click.Choice):  # type: ignore[type-arg]
         pass  # click.Choice.__init__ assigns the (empty) tuple; the registry is the list
 
 
-def policy_option(func: F | None = None, *, default: str = "running") -> Any:
+@overload
+def policy_option(func: F) -> F: ...
+
+
+@overload
+def policy_option(*, default: str) -> Callable[[F], F]: ...
+
+
+def policy_option(func: F | None = None, *, default: str | None = None) -> F | Callable[[F], F]:
     """``--policy NAME``, one of ``POLICIES`` (each described in the command's epilog, ``policies_epilog``);
-    ``default`` names what the command takes when neither the option nor ``LAGGARD_POLICY`` is given."""
+    ``default`` names what the command takes when neither the option nor ``LAGGARD_POLICY`` is given (the
+    settings' default unless the command says otherwise)."""
+    shown = Settings.model_fields["policy"].default if default is None else default
+
     def decorate(f: F) -> F:
         return click.option(
             "--policy", type=RegistryChoice(POLICIES), default=None,
-            help=f"blacklist policy, see the list below [default: setting LAGGARD_POLICY, else {default}]",
+            help=f"blacklist policy, see the list below [default: setting LAGGARD_POLICY, else {shown}]",
         )(f)
+
     return decorate if func is None else decorate(func)
 
 

@@ -30,7 +30,7 @@ from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from laggard.report.ranking_table import print_ranking
 from streams.core.events import Event
-from streams.core.ranker import NodeRanker
+from streams.core.ranker import NodeRanker, watches_tasks
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import RankingConfig
 from streams.core.zscore import JobNormalizer
@@ -157,9 +157,12 @@ def _config(policy: str | None, min_tasks: int | None, floor: float | str | None
         "policy": policy, "min_tasks": min_tasks, "max_fraction": max_fraction, "seed": seed,
     }
     settings = settings_with(None, **given)
-    # One window of finished tasks is P-Cores' question (DSB); the product's default, the running policy, judges
-    # tasks over time and lists nothing in a single look. A policy set by option or setting is taken as given.
+    # One window of z-values is P-Cores' question (DSB); the product's default, the running policy, needs the task
+    # events over time, which this command does not replay. A policy set by option or setting is taken as given.
     chosen_policy = settings.policy if "policy" in settings.model_fields_set else RANK_DEFAULT_POLICY
+    if watches_tasks(RankingConfig(policy=chosen_policy)):
+        raise UserError(f"policy {chosen_policy} judges task events over time, not one window of z-values: use "
+                        f"`laggard run --trace ... --policy {chosen_policy}`, or rank with --policy pcores")
     chosen_floor = settings.significance_floor
     if floor is not None:
         chosen_floor = None if floor == "none" else float(floor)

@@ -62,7 +62,8 @@ def ranking_options(func: F) -> F:
         ),
         click.option("--min-tasks", type=click.IntRange(min=1), help="samples a node needs [default: 5]"),
         click.option(
-            "--significance-floor", type=FloorType(), help="ci_low must exceed it; 'none' disables [default: 0.25]"
+            "--significance-floor", type=FloorType(),
+            help="policies pcores, pcores-top-k and shift: ci_low must exceed it; 'none' disables [default: 0.25]"
         ),
         click.option(
             "--max-fraction",

@@ -60,7 +60,7 @@ class PassingLooks:
             self._runs.pop(node, None)
         return runs
 
-    def running(self, node: str) -> bool:
+    def has_run(self, node: str) -> bool:
         """Whether ``node`` has a passing run on some scale."""
         return node in self._runs
 

@@ -188,7 +188,7 @@ class RunningTaskDetector:
         if not cols:
             return None
         could, words = plain_words(cols, [self._levels(scale) for scale in self.scales], self.min_tasks)
-        return [None if could[j] or node in self._effect or self._looks.running(node)
+        return [None if could[j] or node in self._effect or self._looks.has_run(node)
                 or self._streak.get(node, (0,))[0] else words(j) for j, node in enumerate(judged)]
 
     # --- state ------------------------------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def test_the_direct_worker_ticks_when_the_grace_ends_and_releases_only_a_caught_
     """The idle tick comes when the grace ends, not at its regular interval (15 s with the default timeout), and
     the poll in between waits no longer than that."""
     grace_s = 0.05
-    settings = Settings(caught_up_grace_s=grace_s, app_id="t", policy="pcores")  # no forwarding: the fake outbox  # type: ignore[call-arg]
+    # pcores: the fake outbox below cannot take the task events a running policy's normaliser forwards
+    settings = Settings(caught_up_grace_s=grace_s, app_id="t", policy="pcores")  # type: ignore[call-arg]
     sent = Sent()
     worker, _ = worker_without_broker(settings, None)  # type: ignore[arg-type]
     worker.predict = None

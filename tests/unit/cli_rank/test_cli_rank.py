@@ -84,6 +84,23 @@ def test_default_policy_blacklists_exactly_the_slow_nodes(tmp_path) -> None:
     assert orjson.loads(result.stdout)["blacklist"] == []
 
 
+def test_rank_takes_p_cores_whatever_the_product_default_and_refuses_a_policy_that_needs_task_events(
+        tmp_path, monkeypatch) -> None:
+    """The file is one window of z-values: P-Cores' question, not the running policy's (the product default, which
+    needs the task events over time); asked for that one by option or setting, rank says so in one line."""
+    tasks = str(write_cluster(tmp_path / "tasks.csv"))
+    assert "policy pcores," in run("--tasks", tasks).stdout
+    for args, env in ((("--policy", "running"), None), ((), "running")):
+        if env:
+            monkeypatch.setenv("LAGGARD_POLICY", env)
+        result = run("--tasks", tasks, *args)
+        assert result.exit_code == 1 and result.stdout == ""
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "policy running judges task events over time" in lines[0]
+    monkeypatch.setenv("LAGGARD_POLICY", "pcores-top-k")  # a policy set by setting is taken as given
+    assert "policy pcores-top-k," in run("--tasks", tasks).stdout
+
+
 def test_nodes_with_one_sample_have_null_interval_and_level(tmp_path) -> None:
     path = tmp_path / "tiny.csv"
     path.write_text(f"{HEADER}\nj,a,n1,0,10,SUCCEEDED\nj,b,n1,0,30,SUCCEEDED\nj,c,n2,0,20,SUCCEEDED\n")

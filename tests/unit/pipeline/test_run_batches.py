@@ -58,7 +58,7 @@ def test_batches_publish_what_single_events_publish(partitions: int, finish: boo
 
 @pytest.mark.parametrize("make", [
     lambda: LocalPipeline(Settings(policy="running")),  # its detector observes running tasks
-    lambda: LocalPipeline(Settings(), predictor=PredictorFleet("select", PredictionContext())),
+    lambda: LocalPipeline(Settings(policy="pcores"), predictor=PredictorFleet("select", PredictionContext())),
 ], ids=["observing detector", "predictor"])
 def test_feed_batch_refuses_what_it_would_leave_unseen(make) -> None:
     pipeline = make()
