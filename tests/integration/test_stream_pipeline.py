@@ -59,9 +59,9 @@ def test_worker_blacklists_the_injected_slow_nodes_and_matches_the_in_process_ru
     assert added == set(truth["slow_nodes"]), "exactly the injected slow nodes are blacklisted"
     for delta in deltas:
         for entry in delta.added:
-            assert entry.n >= 5 and entry.ci_low is not None and entry.ci_low > 0.25, entry
-            assert entry.level == 0
-            assert "interval" in entry.reason, f"the reason says why in words: {entry.reason!r}"
+            assert entry.n >= 5 and entry.ci_low is not None, entry  # the window statistics travel with it
+            # the default policy (running) says which evidence listed the node, in words
+            assert "clearly slow over" in entry.reason and "job std behind" in entry.reason, entry.reason
     assert summary(deltas) == summary(local_deltas), "Kafka and in-process publish the same deltas"
     assert [s.version for s in snapshots] == [d.version for d in deltas]
     assert snapshots[-1].node_ids == frozenset(truth["slow_nodes"])
