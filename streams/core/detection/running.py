@@ -70,8 +70,8 @@ import numpy.typing as npt
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import log_ratios, node_spread, task_scores
+from streams.core.detection.columns import Columns, plain_words, scale_columns, tallies_at
 from streams.core.detection.looks import PassingLooks, look_identity
-from streams.core.detection.plain import plain_words
 from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_table import DROPPED as _DROPPED
 from streams.core.detection.task_table import IntArray, TaskTable
@@ -170,17 +170,14 @@ class RunningTaskDetector:
                 self._streak[node] = (0, end)
                 evidence[node] = Evidence(node, False, *words)
             else:
-                i = int(kept[j])
-                tallies = [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]),
-                                 float(c[5][i])) for c in columns]
-                evidence[node] = self._judge(node, tallies, end, spread)
+                evidence[node] = self._judge(node, tallies_at(columns, int(kept[j])), end, spread)
         for node in quiet:
             if node not in evidence:
                 evidence[node] = Evidence(node, False, -math.inf, f"no recent evidence: no task started on it for "
                                           f"{self.quiet_us / MINUTE_US:g} min, none running; its old tasks forgotten")
         return evidence
 
-    def _plain(self, judged: list[str], cols: list[tuple[npt.NDArray[Any], ...]]
+    def _plain(self, judged: list[str], cols: list[Columns]
                ) -> list[tuple[float, str] | None] | None:
         """Per judged node, its score and words when no scale could pass it and it carries nothing from earlier
         looks (no suspicion, no passing run, no streak), computed over columns (``plain_words``); None for a node
@@ -251,11 +248,9 @@ class RunningTaskDetector:
         """Per node judged at ``end``, its tally over every scale (``_columns``; for tools and tests: ``detect``
         builds them only for nodes a scale could pass)."""
         names, kept, columns = self._columns(end, quiet)
-        return {names[i]: [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]),
-                                 float(c[5][i])) for c in columns] for i in kept.tolist()}
+        return {names[i]: tallies_at(columns, i) for i in kept.tolist()}
 
-    def _columns(self, end: int, quiet: list[str]) -> tuple[list[str], npt.NDArray[np.intp],
-                                                            list[tuple[npt.NDArray[Any], ...]]]:
+    def _columns(self, end: int, quiet: list[str]) -> tuple[list[str], npt.NDArray[np.intp], list[Columns]]:
         """The node names, the indices of those judged at ``end`` (a task started over the longest scale, or a
         suspect), and per scale the columns of every node's tally: tasks, running, past their job's median, the
         sums of contributions, of null variances and of log ratios (``Tally``)."""
@@ -281,18 +276,11 @@ class RunningTaskDetector:
         names = self._table.node_names
         since = np.array([self._since.get(node, -1) for node in names], dtype=np.int64)
         usable = (np.bincount(jobs)[jobs] >= self.min_job_tasks) & (starts >= since[nodes])
-        m = len(names)
-        columns = []
-        for scale in self.scales:
-            mask = usable & (starts >= end - scale.window_us)
-            columns.append((np.bincount(nodes[mask], minlength=m), np.bincount(nodes[mask & ~finished], minlength=m),
-                            np.bincount(nodes[mask & past], minlength=m),
-                            np.bincount(nodes[mask], weights=x[mask], minlength=m),
-                            np.bincount(nodes[mask], weights=v[mask], minlength=m),
-                            np.bincount(nodes[mask], weights=scaled[mask], minlength=m)))
-        seen = np.bincount(nodes[usable & (starts >= end - self.scales[-1].window_us)], minlength=m).tolist()
+        columns = scale_columns(nodes, starts, usable, finished, past, x, v, scaled,
+                                [scale.window_us for scale in self.scales], end, len(names))
+        seen = columns[-1][0].tolist()  # tasks started over the longest scale (the scales run shortest first)
         kept = np.array([i for i, node in enumerate(names) if seen[i] or node in self._effect], dtype=np.intp)
-        return names, kept, [tuple(c) for c in columns]
+        return names, kept, columns
 
     # --- judgement --------------------------------------------------------------------------------------------
 

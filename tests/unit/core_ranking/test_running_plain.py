@@ -1,4 +1,4 @@
-"""The running detector judges the nodes no scale could pass over columns (``streams.core.detection.plain``): what
+"""The running detector judges the nodes no scale could pass over columns (``streams.core.detection.columns``): what
 it says of every node at every boundary, and the state it keeps, must be what judging each node in full says."""
 
 from __future__ import annotations

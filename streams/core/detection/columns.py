@@ -1,9 +1,11 @@
-"""The running-task detector's judgement of the nodes no scale could pass, over columns (issue 18, session 17).
+"""The running-task detector's tallies as columns, one entry per node (issue 18, session 17): every node's tally
+over every scale from the scored tasks (``scale_columns``), one node's ``Tally`` objects (``tallies_at``), and the
+judgement of the nodes no scale could pass (``plain_words``).
 
 At every boundary a large cluster has thousands of nodes whose tallies fall short of every scale's levels; for
 each, ``RunningTaskDetector._judge`` would build a ``Tally`` per scale and say "not clearly slow", with the best
-z, its effect and tasks, and a score. This gives the same numbers and words from numpy columns: the same float
-operations, so the same bits, and the first scale of the highest z as ``max`` picks it.
+z, its effect and tasks, and a score. ``plain_words`` gives the same numbers and words from the columns: the same
+float operations, so the same bits, and the first scale of the highest z as ``max`` picks it.
 
 >>> import numpy as np
 >>> cols = [(np.array([6, 7]), None, None, np.array([3.0, 9.0]), np.array([4.0, 1.0]), None)]
@@ -20,6 +22,34 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from streams.core.detection.scales import Tally
+
+Columns = tuple[npt.NDArray[Any], ...]  # one scale: tasks, running, past median, sums of x, of v, of log ratios
+
+
+def scale_columns(nodes: npt.NDArray[Any], starts: npt.NDArray[Any], usable: npt.NDArray[np.bool_],
+                  finished: npt.NDArray[np.bool_], past: npt.NDArray[np.bool_], x: npt.NDArray[Any],
+                  v: npt.NDArray[Any], scaled: npt.NDArray[Any], windows: Sequence[int], end: int, m: int
+                  ) -> list[Columns]:
+    """Per scale (tasks started in the last ``windows[k]`` before ``end``), the columns of the ``m`` nodes'
+    tallies over the ``usable`` tasks: their count, those still running, those past their job's median, and the
+    sums of contributions ``x``, of null variances ``v`` and of log ratios ``scaled``."""
+    out: list[Columns] = []
+    for window in windows:
+        mask = usable & (starts >= end - window)
+        at = nodes[mask]
+        out.append((np.bincount(at, minlength=m), np.bincount(nodes[mask & ~finished], minlength=m),
+                    np.bincount(nodes[mask & past], minlength=m), np.bincount(at, weights=x[mask], minlength=m),
+                    np.bincount(at, weights=v[mask], minlength=m),
+                    np.bincount(at, weights=scaled[mask], minlength=m)))
+    return out
+
+
+def tallies_at(columns: Sequence[Columns], i: int) -> list[Tally]:
+    """Node ``i``'s tally over every scale."""
+    return [Tally(int(c[0][i]), int(c[1][i]), int(c[2][i]), float(c[3][i]), float(c[4][i]), float(c[5][i]))
+            for c in columns]
 
 
 def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, float]], min_tasks: int
