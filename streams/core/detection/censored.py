@@ -58,8 +58,7 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
         empty = np.zeros(0)
         return empty, empty, np.zeros(0, dtype=bool)
     times = np.clip(times, 0, (1 << _TIME_BITS) - 1)  # a longer time would spill into the job bits of the key
-    # Sorted by job, then time, events before censorings at a tie (the product-limit convention).
-    order = np.lexsort((~finished, times, jobs))
+    order = _by_job_then_time(jobs, times, finished)
     sj, st, se = jobs[order], times[order], finished[order]
     first = np.ones(n, dtype=bool)
     first[1:] = sj[1:] != sj[:-1]
@@ -93,6 +92,22 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
     out_x, out_v, out_past = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
     out_x[order], out_v[order], out_past[order] = x, np.clip(variance, 0.0, 1.0), past_median
     return out_x, out_v, out_past
+
+
+def _by_job_then_time(jobs: IntArray, times: IntArray, finished: BoolArray) -> IntArray:
+    """The tasks sorted by job, then time, events before censorings at a tie (the product-limit convention), then
+    as given: one stable sort of a single key (job, time, running) where the jobs fit beside the time's bits,
+    ``np.lexsort`` of the three otherwise (the same order; the one key sorts 2.5-15x faster, and this sort was half
+    of the detector's period at 5 k nodes; issue 18, session 18). ``times`` are within ``_TIME_BITS``.
+
+    >>> jobs, times = np.array([1, 0, 1, 0]), np.array([5, 7, 5, 2])
+    >>> _by_job_then_time(jobs, times, np.array([False, True, True, True])).tolist()
+    [3, 1, 2, 0]
+    """
+    if len(jobs) and int(jobs.max()) >= 1 << (62 - _TIME_BITS):
+        return np.lexsort((~finished, times, jobs))
+    order: IntArray = np.argsort((jobs << (_TIME_BITS + 1)) | (times << 1) | (~finished), kind="stable")
+    return order
 
 
 LOG_RATIO_CLIP = math.log(4.0)  # one task counts as at most 4x (or 1/4x) its job's median: one outlier is no node
