@@ -35,6 +35,7 @@ class Sizes:
     live_speed: float  # its replay speed (event seconds per wall second)
     live_spec: str  # the synthetic cluster
     scale_nodes: tuple[int, ...] = (10_000, 100_000)  # synthetic cluster sizes for the ranking's cost per period
+    scale_running_nodes: tuple[int, ...] = (10_000,)  # ... under the running policy (it keeps every task: slower)
 
 
 SYNTHETIC_LIVE = "synthetic:nodes=40,slow=3,jobs=600,tasks=10-30,slowdown=2.5,seed=7"
@@ -43,9 +44,10 @@ SMALL_JOBS = ("6343048076", "6308689702")  # 819 and 1857 checkpoints; the other
 SIZES: dict[str, Sizes] = {
     "full": Sizes("full", 200_000, 20_000, 3, None, SMALL_JOBS, 500_000, 150.0, 90.0, 100.0, SYNTHETIC_LIVE),
     "quick": Sizes("quick", 20_000, 2_000, 2, 100_000, SMALL_JOBS[:1], 12_000, 12.0, 15.0, 200.0, SYNTHETIC_LIVE,
-                   (10_000,)),
+                   (10_000,), (1_000,)),
     # The Kafka events must span a few ranking periods: workers commit offsets only at their checkpoints.
-    "tiny": Sizes("tiny", 2_000, 200, 1, 5_000, SMALL_JOBS[:1], 12_000, 10.0, 15.0, 200.0, SYNTHETIC_LIVE, (1_000,)),
+    "tiny": Sizes("tiny", 2_000, 200, 1, 5_000, SMALL_JOBS[:1], 12_000, 10.0, 15.0, 200.0, SYNTHETIC_LIVE, (1_000,),
+                  (300,)),
 }
 
 
@@ -57,6 +59,7 @@ def sizes_from(document: dict[str, Any]) -> Sizes:
     values = dict(document)
     values["nurd_batch_jobs"] = tuple(values["nurd_batch_jobs"])
     values["scale_nodes"] = tuple(values.get("scale_nodes", ()))
+    values["scale_running_nodes"] = tuple(values.get("scale_running_nodes", ()))
     return Sizes(**values)
 
 

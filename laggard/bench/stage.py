@@ -59,7 +59,7 @@ def _kafka(config: dict[str, Any], settings: Settings, sizes: Sizes) -> dict[str
 
 
 def _scale(config: dict[str, Any], settings: Settings, sizes: Sizes) -> dict[str, Any]:
-    return scale.scale_stage(sizes.scale_nodes)
+    return scale.scale_stage(sizes.scale_nodes, sizes.scale_running_nodes)
 
 
 STAGES: dict[str, Callable[[dict[str, Any], Settings, Sizes], dict[str, Any]]] = {

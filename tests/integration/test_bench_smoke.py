@@ -78,6 +78,19 @@ def test_bench_prints_one_document_with_every_figure_positive(tiny_run: Any) -> 
         "one worker / raw consume", "two workers / one worker"}  # fmt: skip
 
 
+def test_bench_measures_the_ranking_at_scale_under_both_policies(tiny_run: Any) -> None:
+    """The scale stage ranks a synthetic cluster under P-Cores (summaries) and under the default running policy
+    (summaries and every task's start and finish), and each finds the cluster's slow node."""
+    assert tiny_run.exit_code == 0, tiny_run.stderr[-3000:]
+    scale = orjson.loads(tiny_run.stdout)["scale"]
+    for key, policy in (("by_nodes", "pcores"), ("running_by_nodes", "running")):
+        (result,) = scale[key].values()
+        assert result["policy"] == policy and result["seconds_per_period"] > 0, result
+        assert result["listed"] == result["slow"] == 1, result
+    (running,) = scale["running_by_nodes"].values()
+    assert running["task_events_per_period"] == 2 * 4 * running["nodes"], running
+
+
 def test_bench_leaves_no_broker_or_worker_running(tiny_run: Any) -> None:
     assert tiny_run.exit_code == 0
     running = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
