@@ -21,6 +21,7 @@ from laggard.commands.run import describe_settings, make_pipeline, ranking_optio
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, trace_time
+from streams.core.decision.registry import floor_policies
 from streams.settings import Settings
 
 SETTING_NAMES = (
@@ -150,7 +151,7 @@ def _write(outcome: RunOutcome, history: Any, settings: Settings, spec: str, out
     score = outcome.detection
     assert score is not None  # a synthetic trace always has its ground truth
     pcores = settings.policy in ("pcores", "pcores-top-k")
-    floored = pcores or settings.policy == "shift"  # the detectors that read the significance floor
+    floored = settings.policy in floor_policies()
     plots = {
         "intervals.png": "Each node's mean z and 95 % interval in the final window, coloured by P-Cores level "
         "(level 0: nothing clearly slower); blacklisted nodes boxed; injected slow nodes in red."

@@ -85,14 +85,14 @@ def rank_events(events: Iterable[Event], config: RankingConfig) -> tuple[Ranking
 
 
 def ranking_document(ranking: Ranking) -> dict[str, Any]:
-    """The ``--json`` document: every ranked node and the blacklist."""
+    """The ``--json`` document: the policy that ranked, every ranked node and the blacklist."""
     nodes = [
         {"node_id": row.node_id, "n": s.n, "mean": s.mean, "std": s.std, "ci_low": s.ci_low,
          "ci_high": s.ci_high, "level": row.level}
         for row in ranking.nodes
         if (s := row.stats) is not None
     ]
-    return {"nodes": nodes, "blacklist": sorted(ranking.blacklist)}
+    return {"policy": ranking.policy, "nodes": nodes, "blacklist": sorted(ranking.blacklist)}
 
 
 def _report_reading(report: ReadReport, source: str, samples: int, err: Console) -> None:

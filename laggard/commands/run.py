@@ -27,6 +27,7 @@ from laggard.commands.options import (
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from laggard.report.progress import RunOutcome, run_with_progress, trace_time
+from streams.core.decision.registry import floor_policies
 from streams.core.prediction.fleet import PredictorFleet
 from streams.local import LocalPipeline
 from streams.settings import Settings
@@ -63,7 +64,7 @@ def ranking_options(func: F) -> F:
         click.option("--min-tasks", type=click.IntRange(min=1), help="samples a node needs [default: 5]"),
         click.option(
             "--significance-floor", type=FloorType(),
-            help="policies pcores, pcores-top-k and shift: ci_low must exceed it; 'none' disables [default: 0.25]"
+            help=f"policies {_names(floor_policies())}: ci_low must exceed it; 'none' disables [default: 0.25]"
         ),
         click.option(
             "--max-fraction",
@@ -140,8 +141,14 @@ def idle_timeout_for(trace: Any, settings: Settings) -> tuple[Settings, str | No
     return settings.model_copy(update={"job_idle_timeout_s": seconds}), note
 
 
+def _names(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
 def describe_settings(settings: Settings) -> str:
     floor = "none" if settings.significance_floor is None else f"{settings.significance_floor:g}"
+    if settings.policy not in floor_policies():
+        floor += f" (not read by {settings.policy})"
     return (
         f"policy {settings.policy}, window {settings.window_size_s:g} s, "
         f"period {settings.ranking_period_s:g} s, job idle timeout {settings.job_idle_timeout_s:g} s, "

@@ -12,6 +12,8 @@ after which ``laggard run --policy mine`` and ``LAGGARD_POLICY=mine`` accept it.
 ('pcores', 'pcores-top-k', 'noop', 'shift', 'running', 'mlna')
 >>> POLICIES.get("pcores-top-k").detector is DETECTORS.get("pcores")
 True
+>>> floor_policies()
+('pcores', 'pcores-top-k', 'shift')
 """
 
 from __future__ import annotations
@@ -25,20 +27,22 @@ from streams.core.registry import Registry
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """What a policy name stands for: the detector it runs and how it chooses under the cap."""
+    """What a policy name stands for: the detector it runs and how it chooses under the cap; ``reads_floor``: its
+    detector lists only nodes whose interval clears the significance floor (the setting means nothing to others)."""
 
     detector: DetectorFactory
     select: Selection
+    reads_floor: bool = False
 
 
 POLICIES: Registry[Policy] = Registry("policy")
-POLICIES.register("pcores", Policy(DETECTORS.get("pcores"), highest("ci_low")),
+POLICIES.register("pcores", Policy(DETECTORS.get("pcores"), highest("ci_low"), reads_floor=True),
                   "DSB without number: level-0 nodes clearly above the floor; under the cap the highest ci_low")
-POLICIES.register("pcores-top-k", Policy(DETECTORS.get("pcores"), top_k_by_std_and_mean_rule),
+POLICIES.register("pcores-top-k", Policy(DETECTORS.get("pcores"), top_k_by_std_and_mean_rule, reads_floor=True),
                   "DSB with number: as pcores, under the cap the top-k by std and mean, boundary drawn with a seed")
 POLICIES.register("noop", Policy(DETECTORS.get("noop"), highest("score")),
                   "lists only the deny-list (the guards alone, a baseline)")
-POLICIES.register("shift", Policy(DETECTORS.get("shift"), highest("score")),
+POLICIES.register("shift", Policy(DETECTORS.get("shift"), highest("score"), reads_floor=True),
                   "the shift detector (several windows, CUSUM, persistence, recovery); under the cap the highest "
                   "ci_low")
 POLICIES.register("running", Policy(DETECTORS.get("running"), highest("score")),
@@ -47,3 +51,8 @@ POLICIES.register("running", Policy(DETECTORS.get("running"), highest("score")),
 POLICIES.register("mlna", Policy(DETECTORS.get("mlna"), highest("score")),
                   "ML-NA: nodes predicted weak for the next period (k-means labels, a classifier); under the cap "
                   "the most probable")
+
+
+def floor_policies() -> tuple[str, ...]:
+    """The policies whose detector reads the significance floor (``Policy.reads_floor``), in registration order."""
+    return tuple(name for name in POLICIES.names() if POLICIES.get(name).reads_floor)

@@ -65,7 +65,7 @@ def test_json_agrees_with_numpy_and_scipy_to_1e_9_and_levels_are_identical(tmp_p
                  "--max-fraction", "1.0", "--json")
     assert result.exit_code == 0, result.output
     document = orjson.loads(result.stdout)
-    assert set(document) == {"nodes", "blacklist"}
+    assert set(document) == {"policy", "nodes", "blacklist"}
     expected = independent_ranking(path)
     assert {node["node_id"] for node in document["nodes"]} == set(expected)
     for node in document["nodes"]:
@@ -99,6 +99,9 @@ def test_rank_takes_p_cores_whatever_the_product_default_and_refuses_a_policy_th
         assert len(lines) == 1 and "policy running judges task events over time" in lines[0]
     monkeypatch.setenv("LAGGARD_POLICY", "pcores-top-k")  # a policy set by setting is taken as given
     assert "policy pcores-top-k," in run("--tasks", tasks).stdout
+    assert orjson.loads(run("--tasks", tasks, "--json").stdout)["policy"] == "pcores-top-k"
+    monkeypatch.delenv("LAGGARD_POLICY")
+    assert orjson.loads(run("--tasks", tasks, "--json").stdout)["policy"] == "pcores"
 
 
 def test_nodes_with_one_sample_have_null_interval_and_level(tmp_path) -> None:

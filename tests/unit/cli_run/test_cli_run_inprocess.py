@@ -154,6 +154,14 @@ def test_options_reach_the_pipeline():
     assert all(delta["policy"] == "pcores-top-k" for delta in document["deltas"])
 
 
+def test_the_header_says_when_the_policy_does_not_read_the_significance_floor():
+    """The default policy (running) lists on its own evidence: the floor it ignores is not shown as a guard."""
+    default = invoke("--trace", SPEC, "--json").stderr
+    assert "policy running," in default and "significance floor 0.25 (not read by running)" in default
+    pcores = invoke("--trace", SPEC, "--json", "--policy", "pcores", "--significance-floor", "0.3").stderr
+    assert "significance floor 0.3," in pcores and "not read" not in pcores
+
+
 @pytest.mark.parametrize(
     ("spec", "words"),
     [
