@@ -65,7 +65,7 @@ def record(name: str, seed: int, checkpoints: float, noise: float | None,
 
 def _look(det: RunningTaskDetector, end: int, index: dict[str, int], z: np.ndarray, effect: np.ndarray,
           tasks: np.ndarray, log_ratio: np.ndarray) -> None:
-    det._apply_before(end)
+    det._log.apply_before(end)
     for node, tallies in det._tally(end, []).items():
         i = index[node]
         for j, t in enumerate(tallies):

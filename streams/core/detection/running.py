@@ -30,8 +30,9 @@ projected at its rate since its previous report (``elapsed + (1 - progress) / ra
 started (``elapsed / progress``): a task that slows down when its node does shows the change at its next report,
 against its own earlier progress, instead of having it diluted by the healthy part of its run.
 
-Events are buffered and applied in event-time order at the boundary, so the evidence at ``B`` is the tasks
-started before ``B`` whatever the arrival order (as long as every event before ``B`` arrived).
+Events are buffered and applied in event-time order at the boundary (``streams.core.detection.task_log``), so the
+evidence at ``B`` is the tasks started before ``B`` whatever the arrival order (as long as every event before ``B``
+arrived).
 
 >>> from streams.core.events import Status, TaskFinish, TaskStart
 >>> MIN = 60_000_000
@@ -59,9 +60,7 @@ started before ``B`` whatever the arrival order (as long as every event before `
 from __future__ import annotations
 
 import functools
-import heapq
 import math
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -73,14 +72,12 @@ from streams.core.detection.censored import log_ratios, node_spread, task_scores
 from streams.core.detection.columns import Columns, plain_words, scale_columns, tallies_at
 from streams.core.detection.looks import PassingLooks, look_identity
 from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
+from streams.core.detection.task_log import TaskLog
 from streams.core.detection.task_table import DROPPED as _DROPPED
-from streams.core.detection.task_table import IntArray, TaskTable
-from streams.core.events import Event, NormalizedTask, Status, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.detection.task_table import IntArray
+from streams.core.events import Event, NormalizedTask
 
 SNAPSHOT_VERSION = 2
-_PPM_BITS = 20  # a buffered checkpoint holds elapsed_us << 20 | progress in millionths
-_START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
-_TIE_ORDER = operator.itemgetter(0, 1, 3, 4, 2)  # a buffered event: time, kind, job, task, then arrival
 
 
 class RunningTaskDetector:
@@ -106,17 +103,11 @@ class RunningTaskDetector:
         self.min_job_tasks, self.quiet_us, self.warmup_us = min_job_tasks, quiet_us, warmup_us
         self.release_tasks = min_tasks if release_tasks is None else release_tasks  # a scale judging recovery
         self.release_information = release_information  # ... and its information (finished tasks' worth)
-        self.min_progress = min_progress  # a checkpoint projects its task's duration from this share done on
-        self.recent_rate = recent_rate
         self.period_us = period_us  # boundaries this far apart (None: unknown); see ``looks_at``
         self.min_ratio = min_ratio  # a passing look's tasks run at least this many times their siblings' durations
-        self._projected: dict[tuple[str, str], int] = {}  # running task -> the duration its last checkpoint projects
-        self._reported: dict[tuple[str, str], tuple[int, float]] = {}  # running task -> its last (elapsed, progress)
-        self._first_us: int | None = None  # the first event time seen: nothing is listed before warmup_us after it
         self.memory_us = self.scales[-1].window_us + quiet_us  # older tasks of recent jobs shape their curves
-        self._buffer: list[tuple[int, int, int, str, str, str, int]] = []  # (ts, kind, seq, job, task, node, dur)
-        self._seq = 0
-        self._table = TaskTable()
+        # the task events, applied in event-time order; nothing is listed before warmup_us after its first
+        self._log = TaskLog(min_progress, recent_rate)
         self._since: dict[str, int] = {}  # tasks of the node started before this are forgotten
         self._streak: dict[str, tuple[int, int]] = {}
         # a scale with ``repeat_us`` lists only after ``looks.needed`` consecutive passing looks
@@ -130,26 +121,11 @@ class RunningTaskDetector:
     def observe(self, event: Event) -> None:
         """A task event (start, finish, or a checkpoint with a ``progress`` feature; job events are ignored),
         any order within a period."""
-        if isinstance(event, TaskStart):
-            kind, duration = _START, -1
-        elif isinstance(event, TaskFinish):
-            kind = _FINISH if event.status is Status.SUCCEEDED else _DROP
-            duration = event.duration_us
-        elif isinstance(event, TaskCheckpoint):
-            progress = event.features.get("progress")
-            if progress is None or not 0 < progress <= 1 or event.elapsed_us <= 0:
-                return
-            kind, duration = _CHECK, event.elapsed_us << _PPM_BITS | round(progress * 1e6)
-        else:
-            return
-        self._seq += 1
-        self._first_us = event.ts_us if self._first_us is None else min(self._first_us, event.ts_us)
-        heapq.heappush(self._buffer, (event.ts_us, kind, self._seq, event.job_id, event.task_id, event.node_id,
-                                      duration))
+        self._log.observe(event)
 
     def detect(self, window: WindowView) -> Mapping[str, Evidence]:
         end = window.end_us
-        self._apply_before(end)
+        self._log.apply_before(end)
         quiet: list[str] = []
         names, kept, columns = self._columns(end, quiet)
         cols = [tuple(column[kept] for column in scale_columns) for scale_columns in columns]
@@ -190,49 +166,14 @@ class RunningTaskDetector:
 
     # --- state ------------------------------------------------------------------------------------------------
 
-    def _apply_before(self, end: int) -> None:
-        due = []
-        while self._buffer and self._buffer[0][0] < end:
-            due.append(heapq.heappop(self._buffer))
-        # Events of one time in an order that does not depend on their arrival: a Kafka worker's ranking gets the
-        # partitions' events interleaved otherwise than a trace gives them, and the table's row order decides the
-        # order of its float sums. Arrival (seq) decides only among one task's own events, from one partition.
-        due.sort(key=_TIE_ORDER)
-        for ts, kind, _, job, task, node, duration in due:
-            if kind == _START:
-                self._table.put(job, task, node, ts, -1)
-            elif kind == _CHECK:
-                self._checkpoint((job, task), duration >> _PPM_BITS, (duration & ((1 << _PPM_BITS) - 1)) / 1e6)
-            else:
-                self._projected.pop((job, task), None)
-                self._reported.pop((job, task), None)
-                if kind == _FINISH:
-                    self._table.put(job, task, node, ts - duration, duration)
-                else:
-                    self._table.drop(job, task)  # failed or killed: not a measure of the node's speed
-
-    def _checkpoint(self, key: tuple[str, str], elapsed: int, progress: float) -> None:
-        """The duration a task's report projects (see the module text); reports below ``min_progress`` only
-        set the starting point of the next one's rate."""
-        before = self._reported.get(key)
-        self._reported[key] = (elapsed, progress)
-        if progress < self.min_progress:
-            return
-        projected = elapsed / progress
-        if self.recent_rate and before is not None and progress > before[1] and elapsed > before[0]:
-            rate = (progress - before[1]) / (elapsed - before[0])
-            # a creeping report (a tiny step) must not project decades: no further than the mean rate's bound
-            projected = min(elapsed + (1.0 - progress) / rate, elapsed / self.min_progress)
-        self._projected[key] = round(projected)
-
     def _forget(self, end: int, nodes: IntArray, starts: IntArray, durations: IntArray, quiet: list[str]) -> None:
         """Nodes that started no task for ``quiet_us`` and run none are forgotten with their old tasks."""
-        names = self._table.node_names
+        names = self._log.table.node_names
         last = np.full(len(names), -(1 << 62), dtype=np.int64)
         np.maximum.at(last, nodes, starts)
         running = np.bincount(nodes[durations == -1], minlength=len(names))
         for node in set(self._effect) | set(self._streak):
-            code = self._table.node_code.get(node)
+            code = self._log.table.node_code.get(node)
             if code is None or (running[code] == 0 and last[code] < end - self.quiet_us):
                 if node in self._effect:
                     quiet.append(node)
@@ -254,17 +195,16 @@ class RunningTaskDetector:
         """The node names, the indices of those judged at ``end`` (a task started over the longest scale, or a
         suspect), and per scale the columns of every node's tally: tasks, running, past their job's median, the
         sums of contributions, of null variances and of log ratios (``Tally``)."""
-        if self._table.compact(end - self.memory_us, end - 4 * self.memory_us):
-            self._projected = {key: d for key, d in self._projected.items() if self._table.has(*key)}
-            self._reported = {key: r for key, r in self._reported.items() if self._table.has(*key)}
-        jobs, nodes, starts, durations = self._table.arrays()
+        self._log.compact(end - self.memory_us, end - 4 * self.memory_us)
+        table = self._log.table
+        jobs, nodes, starts, durations = table.arrays()
         self._forget(end, nodes, starts, durations, quiet)
-        projected = self._table.column(self._projected)
+        projected = table.column(self._log.projected)
         keep = (starts < end) & (durations != _DROPPED)
         jobs, nodes, starts, durations, projected = (jobs[keep], nodes[keep], starts[keep], durations[keep],
                                                      projected[keep])
         if not len(jobs):
-            return self._table.node_names, np.zeros(0, dtype=np.intp), []
+            return table.node_names, np.zeros(0, dtype=np.intp), []
         finished = durations >= 0
         # A running task whose checkpoint projects its duration scores as if it had finished then (at least as
         # long as it has already run): its progress rate is evidence before it ends.
@@ -273,7 +213,7 @@ class RunningTaskDetector:
                                                        end - starts))
         x, v, past = task_scores(jobs, starts, times, known, end)
         scaled = log_ratios(jobs, times, known, x)  # contributions in log duration (``Tally.ratio``)
-        names = self._table.node_names
+        names = table.node_names
         since = np.array([self._since.get(node, -1) for node in names], dtype=np.int64)
         usable = (np.bincount(jobs)[jobs] >= self.min_job_tasks) & (starts >= since[nodes])
         columns = scale_columns(nodes, starts, usable, finished, past, x, v, scaled,
@@ -309,7 +249,8 @@ class RunningTaskDetector:
         passes lists at once on a scale needing 1 (``looks.needed``), otherwise only the needed-th passing look in
         a row, or one whose z against the spread reaches the scale's ``at_once``. Looks are counted in the warm-up
         too (nothing is listed then), each boundary once however often it is judged."""
-        warm = self._first_us is not None and end >= self._first_us + self.warmup_us
+        first = self._log.first_us
+        warm = first is not None and end >= first + self.warmup_us
         passed = [None if scale.every_us is not None and not looks_at(end, scale.every_us, self.period_us)
                   else self._clearly_slow(scale, t, spread) for scale, t in zip(self.scales, tallies, strict=True)]
         runs, hits = self._looks.count(node, end, passed), []
@@ -387,14 +328,10 @@ class RunningTaskDetector:
     # --- life cycle -------------------------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
-        return {"version": SNAPSHOT_VERSION, "buffer": [list(item) for item in sorted(self._buffer)],
-                "seq": self._seq,
-                "tasks": self._table.rows(),
+        return {"version": SNAPSHOT_VERSION, **self._log.snapshot(),
                 "since": self._since, "streak": {n: list(v) for n, v in self._streak.items()},
                 **self._looks.snapshot(self._identities()),
-                "effect": self._effect, "found": self._found, "first": self._first_us,
-                "projected": [[job, task, d] for (job, task), d in self._projected.items()],
-                "reported": [[job, task, e, p] for (job, task), (e, p) in self._reported.items()]}
+                "effect": self._effect, "found": self._found}
 
     def _identities(self) -> list[tuple[Any, ...]]:
         """Per scale, what a pass over it means: a counter of passing looks carries over only to a scale with the
@@ -405,18 +342,10 @@ class RunningTaskDetector:
         version = state.get("version")
         if version not in (1, SNAPSHOT_VERSION):
             raise ValueError(f"unknown running-task detector snapshot version {version!r}")
-        self._buffer = [(int(a), int(b), int(c), str(d), str(e), str(f), int(g)) for a, b, c, d, e, f, g
-                        in state["buffer"] if version == SNAPSHOT_VERSION or b != _CHECK]  # v1: other encoding
-        heapq.heapify(self._buffer)
-        self._seq = int(state["seq"])
-        self._table = TaskTable()
-        for job, task, node, start, duration in state["tasks"]:
-            self._table.put(str(job), str(task), str(node), int(start), int(duration))
+        self._log.restore(state, checkpoints=version == SNAPSHOT_VERSION)  # v1: checkpoints in another encoding
         self._since = {k: int(v) for k, v in state["since"].items()}
         self._streak = {k: (int(v[0]), int(v[1])) for k, v in state["streak"].items()}
         self._looks.restore(state, self._identities())
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
-        self._first_us = None if state["first"] is None else int(state["first"])
-        self._projected = {(str(j), str(t)): int(d) for j, t, d in state.get("projected", [])}
-        self._reported = {(str(j), str(t)): (int(e), float(p)) for j, t, e, p in state.get("reported", [])}
+

@@ -72,7 +72,7 @@ def test_one_enormous_task_does_not_make_a_node_slow() -> None:
             det.observe(TaskStart(job, task, 0, f"n{k}", start))
             det.observe(TaskFinish(job, task, 0, f"n{k}", start + duration, duration, Status.SUCCEEDED))
     # n0's 30 tasks, one of them 1000x its job: counted as 4x at most, the node reads about 5 % slower, not 25 %
-    det._apply_before(10_000 * MIN)  # every task finished, the enormous one too
+    det._log.apply_before(10_000 * MIN)  # every task finished, the enormous one too
     tally = det._tally(10_000 * MIN, [])["n0"][0]
     assert tally.running == 0 and tally.ratio < 1.12
 

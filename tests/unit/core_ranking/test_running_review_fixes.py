@@ -14,9 +14,9 @@ MINUTE = 60_000_000
 
 def test_a_creeping_report_projects_no_further_than_the_mean_rate_bound() -> None:
     detector = RunningTaskDetector([Scale(15 * MINUTE)], recent_rate=True, min_progress=0.1)
-    detector._checkpoint(("j", "t"), 10 * MINUTE, 0.5)
-    detector._checkpoint(("j", "t"), 11 * MINUTE, 0.500001)  # one millionth in a minute
-    assert detector._projected[("j", "t")] <= 11 * MINUTE / 0.1
+    detector._log._checkpoint(("j", "t"), 10 * MINUTE, 0.5)
+    detector._log._checkpoint(("j", "t"), 11 * MINUTE, 0.500001)  # one millionth in a minute
+    assert detector._log.projected[("j", "t")] <= 11 * MINUTE / 0.1
 
 
 def test_long_scales_look_about_every_five_minutes_at_any_period() -> None:
