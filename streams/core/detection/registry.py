@@ -75,14 +75,7 @@ RUNNING_Z_LONG = 4.9  # three ranking windows (sparse-4x, found over hours, pays
 # released 1.3x nodes mid-fault 8 times over seeds 101-105, 2.0 4 times, 2.5 once (2x released 16 min median).
 # Session 7 (replayed offline on 101-106): 2.5 still released 1.3x/1.5x nodes twice mid-fault, 3.0 never; a 2x
 # node released 17.5 min after recovery (median) instead of 13.5.
-# Session 18 (issue 21; `running` the default at the 5-minute period since session 17): 1.5 at longer periods released
-# slow nodes mid-fault 41 times over the 16 fault scenarios x tuning seeds 101-110 (`laggard scenarios --loop open`),
-# 14 of them cpu-1.3x's; 2.0: 20, 2.5: 8, 3.0: 5 (sparse-4x's 3 at every level are quiet nodes, not lucky lows). The
-# rule, set before the grid: the fewest flaps while a 2x node at 60 tasks/node/h (cpu-2x, cold-2x) is still released
-# <= 20 min after recovery (median): 3.0 took cold-2x 30 min; 2.5 takes both 15 (was 10), memory-2x 32.5 (was 15).
-# Also tried: a second test, the effect also 3-4 standard errors below the one found with (whatever the scale's
-# information), beside 1.0-2.5 here: at best 7 flaps (with 2.5), so not kept.
-RUNNING_Z_RELEASE, RUNNING_Z_RELEASE_FAST, RUNNING_RELEASE_TASKS = 2.5, 3.0, 5
+RUNNING_Z_RELEASE, RUNNING_Z_RELEASE_FAST, RUNNING_RELEASE_TASKS = 1.5, 3.0, 5
 RUNNING_FAST_PERIOD_US = 60_000_000  # ranking periods up to this long use RUNNING_Z_RELEASE_FAST
 # Session 7: the window and three windows are judged for listing only every 5 minutes of event time, whatever
 # the period (their levels were set for 5-minute looks; looked at every minute they listed healthy nodes).

@@ -73,6 +73,4 @@ def test_the_running_policy_lists_2x_nodes_from_the_in_process_runner_and_releas
     (run,) = run_seed(scenario, 1, ["open"], {"policy": "running"})
     assert run.score.precision == 1.0 and run.score.recall == 1.0 and run.score.flaps == 0
     assert all(d is not None and d <= 60 * 60 for d in run.score.onset_to_listing_s)
-    # released within the hour the trace runs after recovery (seed 1 of this 40-node cut: 10 and 55 min at the
-    # release level of session 18, 5 and 10 before; the suite measures how soon, docs/scenarios.md)
-    assert all(d is not None and d <= 60 * 60 for d in run.score.recovery_to_release_s)
+    assert all(d is not None and d <= 30 * 60 for d in run.score.recovery_to_release_s)
