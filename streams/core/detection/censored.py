@@ -46,17 +46,27 @@ BoolArray = npt.NDArray[np.bool_]
 
 _CLIP = 8.0  # normal quantiles beyond +-8 are numerically 0/1
 _TIME_BITS = 42  # elapsed times up to 2^42 us (50 days) in one sortable key with the job index
+_JOB_BITS = 62 - _TIME_BITS  # job indices below 2^20 fit beside a time and a flag in one int64 key
 
 
 def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: BoolArray,
                 boundary_us: int) -> tuple[FloatArray, FloatArray, BoolArray]:
     """Per task: its contribution ``x``, its null variance ``v`` and whether it is still running past its
     job's median (see the module text). ``jobs`` are dense job indices; ``times`` durations (finished) or
-    elapsed times at ``boundary_us`` (running); ``starts`` start times."""
+    elapsed times at ``boundary_us`` (running); ``starts`` start times. Job indices too large to pack into the
+    sort and lookup keys are renumbered in the same order (the same scores), and more jobs than a key holds are
+    scored a range of jobs at a time (each job's scores are its own)."""
     n = len(jobs)
     if n == 0:
         empty = np.zeros(0)
         return empty, empty, np.zeros(0, dtype=bool)
+    jobs, finished = np.asarray(jobs, dtype=np.int64), np.asarray(finished, dtype=bool)
+    if int(jobs.max()) >= 1 << _JOB_BITS or int(jobs.min()) < 0:
+        # The task table's codes grow until it compacts: at 100 k nodes they passed 2^20, and from 2^21 on the
+        # lookup keys overflowed (wrong scores, silently) before session 18.
+        jobs = np.unique(jobs, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        if int(jobs.max()) >= 1 << _JOB_BITS:
+            return _by_job_ranges(jobs, starts, times, finished, boundary_us)
     times = np.clip(times, 0, (1 << _TIME_BITS) - 1)  # a longer time would spill into the job bits of the key
     order = _by_job_then_time(jobs, times, finished)
     sj, st, se = jobs[order], times[order], finished[order]
@@ -96,18 +106,28 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
 
 def _by_job_then_time(jobs: IntArray, times: IntArray, finished: BoolArray) -> IntArray:
     """The tasks sorted by job, then time, events before censorings at a tie (the product-limit convention), then
-    as given: one stable sort of a single key (job, time, running) where the jobs fit beside the time's bits,
-    ``np.lexsort`` of the three otherwise (the same order; the one key sorts 2.5-15x faster, and this sort was half
-    of the detector's period at 5 k nodes; issue 18, session 18). ``times`` are within ``_TIME_BITS``.
+    as given: one stable sort of a single int64 key (job, time, running), the order ``np.lexsort((~finished, times,
+    jobs))`` gives, 2.5-15x faster (this sort was half of the detector's period at 5 k nodes; issue 18, session 18).
+    ``jobs``: int64 in [0, 2^_JOB_BITS); ``times``: int64 within ``_TIME_BITS``; ``finished``: bool.
 
     >>> jobs, times = np.array([1, 0, 1, 0]), np.array([5, 7, 5, 2])
     >>> _by_job_then_time(jobs, times, np.array([False, True, True, True])).tolist()
     [3, 1, 2, 0]
     """
-    if len(jobs) and int(jobs.max()) >= 1 << (62 - _TIME_BITS):
-        return np.lexsort((~finished, times, jobs))
     order: IntArray = np.argsort((jobs << (_TIME_BITS + 1)) | (times << 1) | (~finished), kind="stable")
     return order
+
+
+def _by_job_ranges(jobs: IntArray, starts: IntArray, times: IntArray, finished: BoolArray,
+                   boundary_us: int) -> tuple[FloatArray, FloatArray, BoolArray]:
+    """``task_scores`` of dense job indices past what one key holds, 2^_JOB_BITS jobs at a time."""
+    x, v, past = np.empty(len(jobs)), np.empty(len(jobs)), np.empty(len(jobs), dtype=bool)
+    chunk = jobs >> _JOB_BITS
+    for k in np.unique(chunk).tolist():
+        at = np.flatnonzero(chunk == k)
+        x[at], v[at], past[at] = task_scores(jobs[at] - (k << _JOB_BITS), starts[at], times[at], finished[at],
+                                             boundary_us)
+    return x, v, past
 
 
 LOG_RATIO_CLIP = math.log(4.0)  # one task counts as at most 4x (or 1/4x) its job's median: one outlier is no node
