@@ -13,7 +13,10 @@ and finish events go to the detector (``observe``, timed apart: the ranking agen
 and the fill lasts as long as the detector remembers tasks (four windows), so the timed periods judge a full task
 table.
 
-Run one size per process (memory is per process): ``python -m laggard.bench.scale NODES [PARTITIONS [POLICY]]``.
+The fastest timed period is ``seconds_per_period``, with their mean and slowest beside it (the running detector's
+task table compacts every third of the fill, a slower period); memory at the end of the fill, and its peak
+(``VmHWM``, the compactions' copies included). Run one size per process (memory is per process):
+``python -m laggard.bench.scale NODES [PARTITIONS [POLICY]]``.
 """
 
 from __future__ import annotations
@@ -38,11 +41,15 @@ PERIOD_US = 300_000_000
 WINDOW_US = 3_600_000_000
 
 
-def rss_mb() -> float:
+def rss_mb(field: str = "VmRSS") -> float:
+    """The process's resident set (``VmHWM``: its peak so far), MB."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+JOB_TASKS, TASK_US = 20, 120_000_000  # a synthetic job's tasks, and their mean duration
 
 
 def summaries(boundary: int, nodes: int, partitions: int, slow: int, tasks: int,
@@ -65,9 +72,9 @@ def tasks_of(boundary: int, nodes: int, slow: int, tasks: int, rng: random.Rando
              ) -> list[tuple[str, str, str, int, int]]:
     """(job, task, node, start, duration) of every task started in the period ending at ``boundary``: ``tasks`` per
     node, in jobs of ``JOB_TASKS`` on random nodes, 2 minutes long (log-normal, spread 0.5), twice that on the first
-    ``slow``. Plain tuples (the garbage collector stops tracking them at once): the events are made as they are
-    observed, since a list of event objects living through the period would be walked by the collector as a
-    stream's events never are (at 5 k nodes that was a third of the period's time)."""
+    ``slow``. Plain tuples, which the garbage collector stops tracking at its first look: the events are made as
+    they are observed, since a list of event objects living through the period would be walked by the collector as
+    a stream's events never are (at 5 k nodes that was a third of the period's time)."""
     placed = [node for node in range(nodes) for _ in range(tasks)]
     rng.shuffle(placed)
     period = boundary // PERIOD_US
@@ -77,18 +84,21 @@ def tasks_of(boundary: int, nodes: int, slow: int, tasks: int, rng: random.Rando
             for k, node in enumerate(placed)]
 
 
-JOB_TASKS, TASK_US = 20, 120_000_000
-
-
-def ranking_cost(nodes: int, partitions: int = 1, periods: int = 3, tasks_per_node: int = 4,
+def ranking_cost(nodes: int, partitions: int = 1, periods: int | None = None, tasks_per_node: int = 4,
                  seed: int = 1, policy: str = "pcores") -> dict[str, Any]:
-    """Seconds per period and resident MB per node of the ranking of ``nodes`` active nodes under ``policy``."""
+    """Seconds per period and resident MB per node of the ranking of ``nodes`` active nodes under ``policy``, over
+    ``periods`` timed periods (None: 3, or under a task-watching policy a third of the fill and one more, so one
+    compaction of its task table falls in them: it compacts when a quarter of its rows can go)."""
     rng = random.Random(seed)
     ranker = NodeRanker(RankingConfig(window_size_us=WINDOW_US, period_us=PERIOD_US, policy=policy))
     watches = observes_tasks(ranker.detector)
     slow = max(1, nodes // 1000)
-    # the detector's memory of tasks (running: three windows and its quiet time), else the window
-    fill = (getattr(ranker.detector, "memory_us", WINDOW_US) if watches else WINDOW_US) // PERIOD_US
+    fill = WINDOW_US // PERIOD_US
+    if watches:  # as long as the detector keeps tasks (running: three windows and its quiet time)
+        memory_us = getattr(ranker.detector, "memory_us", None)
+        assert isinstance(memory_us, int), f"detector {ranker.detector.name} does not say how long it keeps tasks"
+        fill = memory_us // PERIOD_US
+    periods = (fill // 3 + 1 if watches else 3) if periods is None else periods
     gc.collect()
     before = rss_mb()
     seconds: list[float] = []
@@ -114,16 +124,19 @@ def ranking_cost(nodes: int, partitions: int = 1, periods: int = 3, tasks_per_no
             summary_seconds.append(merged - observed_at)
             observe_seconds.append(observed_at - started)
             observed = 2 * len(placed)
+        del batch, placed
         if i == fill:
             gc.collect()
             grown = rss_mb() - before
+    peak = rss_mb("VmHWM") - before
     listed = len(ranker.blacklist.node_ids)
     return {"nodes": nodes, "partitions": partitions, "policy": policy, "buckets_in_window": WINDOW_US // PERIOD_US,
-            "fill_periods": fill, "tasks_per_node_period": tasks_per_node, "seconds_per_period": min(seconds),
-            "merge_seconds_per_period": min(summary_seconds),
+            "fill_periods": fill, "timed_periods": periods, "tasks_per_node_period": tasks_per_node,
+            "seconds_per_period": min(seconds), "mean_seconds_per_period": sum(seconds) / len(seconds),
+            "max_seconds_per_period": max(seconds), "merge_seconds_per_period": min(summary_seconds),
             "task_events_per_period": observed, "observe_seconds_per_period": min(observe_seconds),
-            "mb_per_1000_nodes": 1000 * grown / nodes, "window_mb": grown, "listed": listed, "slow": slow,
-            "deltas": deltas}
+            "mb_per_1000_nodes": 1000 * grown / nodes, "window_mb": grown,
+            "peak_mb_per_1000_nodes": 1000 * peak / nodes, "listed": listed, "slow": slow, "deltas": deltas}
 
 
 def scale_stage(sizes: tuple[int, ...], running_sizes: tuple[int, ...] = (), partitions: int = 4) -> dict[str, Any]:
