@@ -141,7 +141,7 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
             row["scenario"], row["loop"], _share(row["precision"]), _share(row["recall"]),
             _minutes(row["onset_to_listing_median_s"]), _minutes(row["onset_to_listing_max_s"]),
             str(row["never_listed"]), str(row.get("listed_late", 0)), _minutes(row["recovery_to_release_median_s"]),
-            _minutes(row["recovery_to_release_max_s"]) + ("+" if row["never_released"] else ""),
+            _minutes(row["recovery_to_release_max_s"]) + (f"+{row['never_released']}" if row["never_released"] else ""),
             str(row["flaps"]), str(row["chance_listings"]),
             _share(row["largest_share"]) + (" OVER CAP" if row["cap_exceeded"] else ""),
             str(row["cycles_per_hour"]), _on_listed(row), _share(row["jct_change"], True),
@@ -149,7 +149,7 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
         )  # fmt: skip
     console.print(table)
     console.print("never: faulty nodes never listed while faulty; late: of those, listed only after their fault ended; "
-                  "release max '+': some were still listed at the end; "
+                  "release max '+N': N faulty nodes were still listed at the end, left out of the release times; "
                   "flaps: releases while still slow; chance: listings of never-faulty nodes; cycles/h: most "
                   "listings of one node within an hour; on listed: tasks the scheduler placed on a node its list "
                   "held (open: the list ignored; canary: probation tasks; closed: 0, any is flagged as a violation), "

@@ -41,6 +41,8 @@ def test_a_task_placed_in_the_instant_its_node_is_listed_is_counted_apart_from_v
     text = _table(row)
     assert f"0 +{closed.starts_at_listing}" in text and "VIOLATION" not in text
     assert "VIOLATION" in _table({**row, "starts_on_listed": 1})  # a scheduler that ignored its list would show
+    # nodes still listed at the end are counted beside the release times they are left out of (session 18)
+    assert "10+2" in _table({**row, "recovery_to_release_max_s": 600.0, "never_released": 2})
 
 
 def test_an_open_loop_scheduler_told_the_list_places_every_task_as_the_recorded_trace() -> None:
