@@ -89,7 +89,7 @@ def plot_intervals(ranking: Ranking, slow: Collection[str], floor: float | None,
     axes.set_ylabel("node (slowest mean at the top)")
     axes.set_title(
         f"Node intervals in the final window {_hours(ranking.window_start_us):.2f} h to "
-        f"{_hours(ranking.window_end_us):.2f} h, P-Cores levels"
+        f"{_hours(ranking.window_end_us):.2f} h" + (", P-Cores levels" if levels_seen - {-1} else "")
     )
     axes.grid(axis="x", alpha=0.3)
     figure.savefig(path)

@@ -20,10 +20,12 @@ def print_ranking(ranking: Ranking, console: Console) -> None:
         console.print("nothing to rank: no job had 2 or more successful tasks with different durations")
         return
     levels = 1 + max((row.level for row in ranked if row.level is not None), default=-1)
-    console.print(f"[bold]{len(ranked)}[/] nodes ranked on [bold]{levels}[/] P-Cores levels, policy "
-                  f"{ranking.policy}, cap {ranking.cap} node(s)")
+    # A policy without levels (the running detector judges tasks, not P-Cores clusters) has none to count or show.
+    on_levels = f" on [bold]{levels}[/] P-Cores levels" if levels else ""
+    console.print(f"[bold]{len(ranked)}[/] nodes ranked{on_levels}, policy {ranking.policy}"
+                  f"{'' if levels else ' (no levels)'}, cap {ranking.cap} node(s)")
     shown = list(ranked)
-    title = "Nodes by level (0 = slowest)"
+    title = "Nodes by level (0 = slowest)" if levels else "Nodes by id"
     sorted_view = len(ranked) > MAX_TABLE_ROWS
     if sorted_view:
         # Many nodes with a sample or two sit on level 0 with wide intervals and push the ones that matter out of
@@ -33,9 +35,10 @@ def print_ranking(ranking: Ranking, console: Console) -> None:
             return (not row.blacklisted, not row.eligible, -ci_low)
 
         shown.sort(key=weight)
-        title = "Nodes, blacklisted first, then by the lower end of their 95% interval (level 0 = slowest)"
+        title = ("Nodes, blacklisted first, then by the lower end of their 95% interval"
+                 + (" (level 0 = slowest)" if levels else ""))
     table = Table(title=title, title_justify="left")
-    for name in ("level", "node", "n", "mean z", "std", "95% interval"):
+    for name in ("level", "node", "n", "mean z", "std", "95% interval")[0 if levels else 1:]:
         table.add_column(name, justify="right" if name in ("n", "mean z", "std") else "left", no_wrap=True)
     table.add_column("blacklist / why not", overflow="fold")
     for row in shown[:MAX_TABLE_ROWS]:
@@ -44,8 +47,8 @@ def print_ranking(ranking: Ranking, console: Console) -> None:
         interval = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
         # Above level 0 the level says it all; below, the guard that kept a node off matters.
         note = "[bold red]BLACKLISTED[/]" if row.blacklisted else ("" if row.level and not sorted_view else row.reason)
-        table.add_row("-" if row.level is None else str(row.level), row.node_id, str(s.n), f"{s.mean:+.3f}",
-                      f"{s.std:.3f}", interval, note)
+        cells = (row.node_id, str(s.n), f"{s.mean:+.3f}", f"{s.std:.3f}", interval, note)
+        table.add_row(*(("-" if row.level is None else str(row.level), *cells) if levels else cells))
     console.print(table)
     if len(ranked) > MAX_TABLE_ROWS:
         console.print(f"... and {len(ranked) - MAX_TABLE_ROWS} more nodes (--json lists them all)")

@@ -12,6 +12,13 @@ float operations, so the same bits, and the first scale of the highest z as ``ma
 >>> could, words = plain_words(cols, [(4.0, 0.3)], min_tasks=5)
 >>> could, words(0)
 ([False, True], (-0.25, 'not clearly slow: at most z +1.5, effect +0.75 over 6 tasks'))
+
+A scale holding none of a node's tasks is not its best: the words name the scale that holds them.
+
+>>> empty = (np.array([0]), None, None, np.array([0.0]), np.array([0.0]), None)
+>>> faster = (np.array([8]), None, None, np.array([-2.0]), np.array([4.0]), None)
+>>> plain_words([empty, faster], [(4.0, 0.3)] * 2, min_tasks=5)[1](0)
+(-1.5, 'not clearly slow: at most z -1.0, effect -0.50 over 8 tasks')
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
     lowers z, all reach the scale's levels: ``_clearly_slow``'s first test), and for node j its score (the
     largest effect less two standard errors) and the words ``_judge`` gives a node no scale passed."""
     could = np.zeros(len(cols[0][0]), dtype=bool)
-    zs, effects, scores = [], [], []
+    zs, picks, effects, scores = [], [], [], []
     for (tasks, _, _, total, info, _), (z_level, effect_level) in zip(cols, levels, strict=True):
         positive = info > 0
         root = np.sqrt(np.where(positive, info, 1.0))
@@ -68,10 +75,12 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
         effect = np.where(positive, total / np.where(positive, info, 1.0), 0.0)
         could |= (tasks >= min_tasks) & (effect >= effect_level) & (z >= z_level)
         zs.append(z)
+        picks.append(np.where(tasks > 0, z, -math.inf))  # a scale with no task says nothing of the node
         effects.append(effect)
         scores.append(np.where(positive, effect - 2 * (1.0 / root), -math.inf))
     z_all: npt.NDArray[np.float64] = np.stack(zs)
-    best = np.argmax(z_all, axis=0).tolist()  # the first scale of the highest z, as max() picks it
+    # the first scale with tasks of the highest z, as max() picks it (the first scale when none has tasks)
+    best = np.argmax(np.stack(picks), axis=0).tolist()
     score = np.max(np.stack(scores), axis=0).tolist()
     z_rows, effect_rows = z_all.tolist(), np.stack(effects).tolist()
     task_rows = [c[0].tolist() for c in cols]

@@ -294,7 +294,8 @@ class RunningTaskDetector:
         waiting = self._looks.waiting(node, end, self.warmup_us)
         if waiting:
             return Evidence(node, False, score, waiting)
-        best = max(tallies, key=lambda t: t.z)
+        # a scale with no task would say "z +0.0 over 0 tasks" of a node whose other scales show it faster
+        best = max((t for t in tallies if t.tasks), key=lambda t: t.z, default=tallies[0])
         return Evidence(node, False, score, f"not clearly slow: at most z {best.z:+.1f}, effect {best.effect:+.2f} "
                         f"over {best.tasks} tasks")
 

@@ -128,9 +128,9 @@ def _why(scale: Scale, t: Tally, streak: int, z_list: float, spread: float = 0.0
                f"; at once: against the nodes' spread +-{math.sqrt(spread):.2f} z "
                f"{t.z / math.sqrt(1.0 + spread * t.information):.1f} >= {scale.at_once:g}")
     ratio = f", {t.ratio:.2f}x their durations >= {min_ratio:g}x" if min_ratio > 1.0 else ""
-    return (f"clearly slow over {scale.label} for {streak} {period}: {_tasks(t)}, {t.past_median} of them "
-            f"already past their job's median) run {t.effect:+.2f} job std behind their jobs' siblings "
-            f"(censored normal scores, z {t.z:.1f}{against} >= {z_list:g}{how}{ratio})")
+    return (f"clearly slow over {scale.label} for {streak} {period}: its {t.tasks} tasks ({t.running} still "
+            f"running, {t.past_median} of them already past their job's median) run {t.effect:+.2f} job std "
+            f"behind their jobs' siblings (censored normal scores, z {t.z:.1f}{against} >= {z_list:g}{how}{ratio})")
 
 
 def looks_at(end: int, every_us: int, period_us: int | None) -> bool:

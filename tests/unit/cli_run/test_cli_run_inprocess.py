@@ -133,12 +133,15 @@ def test_csv_run_prints_ranking_deltas_and_counts(tmp_path):
     result = invoke("--trace", f"csv:{path}", *idle)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "Final ranking" in out and "Nodes by level" in out
+    # the default policy (running) has no P-Cores levels, and the table neither counts nor shows any
+    assert "Final ranking" in out and "Nodes by id" in out and "(no levels)" in out and "P-Cores" not in out
     blacklist = out.split("Blacklist", 1)[1].split("Deltas", 1)[0]
     assert all(node in blacklist for node in slow)
     assert "v1 at trace time" in out and "+ n05" in out and "+ n22" in out
     assert "bad rows" in out and "line" in out  # the bad row is counted and shown
     assert "attempt did not finish in the trace (start only)" in out  # a skip says why
+    pcores = invoke("--trace", f"csv:{path}", "--policy", "pcores", *idle).stdout
+    assert "Nodes by level" in pcores and "P-Cores levels, policy pcores" in pcores
     document = json.loads(invoke("--trace", f"csv:{path}", "--json", *idle).stdout)
     assert document["blacklist"] == sorted(slow)
     assert document["counts"]["bad_rows"] == 1

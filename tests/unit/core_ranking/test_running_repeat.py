@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 from streams.core.detection.base import Evidence, WindowView, observe_task
 from streams.core.detection.running import RunningTaskDetector
@@ -298,3 +299,6 @@ def test_end_to_end_a_slow_node_on_heterogeneous_hardware_keeps_passing_for_thre
     first = min(m for m, found in five.items() if "n07" in found and found["n07"].suspect)
     reason = five[first]["n07"].reason
     assert reason.startswith("clearly slow over 20 min") and "looks passed" not in reason and "at once" not in reason
+    # the words an operator reads in the delta: the tasks' counts in one balanced parenthesis
+    assert re.search(r"its \d+ tasks \(\d+ still running, \d+ of them already past their job's median\) run", reason)
+    assert reason.count("(") == reason.count(")"), reason
