@@ -1,7 +1,7 @@
 """The rows of a ranking in order, carried from one period to the next when their inputs did not change.
 
 A ranking lists every node of the window (6-9 k a period on the Google 2011 trace) ordered by P-Cores level
-(None last), then node id. About half of them keep their statistics, evidence and verdict (the very same
+(None last), then node id. About half of them keep their statistics and verdict (the very same
 objects) from one period to the next, so their rows are reused. (Finding them with numpy over the objects'
 ids, as the P-Cores detector does, measured 10 % slower than this loop: the loop is ~1 us a node, and the
 ~3 k rows a period it builds cost the same either way.)
@@ -32,12 +32,12 @@ from streams.core.windows import NodeStats
 
 
 class RowCache:
-    """``ordered`` builds each period's rows, reusing a row when its statistics, evidence and verdict are the
-    objects it was built from. A cache, not state: a new one (a restore) builds every row again, equal to the
-    ones it replaces."""
+    """``ordered`` builds each period's rows, reusing a row when its statistics and verdict are the objects it was
+    built from and its level is the same (all a row takes from the evidence). A cache, not state: a new one (a
+    restore) builds every row again, equal to the ones it replaces."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, tuple[Verdict, Evidence | None, NodeStats | None, NodeRank]] = {}
+        self._rows: dict[str, tuple[Verdict, int | None, NodeStats | None, NodeRank]] = {}
 
     def ordered(self, stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence],
                 verdicts: Mapping[str, Verdict]) -> tuple[NodeRank, ...]:
@@ -48,13 +48,14 @@ class RowCache:
         stats_of, evidence_of = stats.get, evidence.get
         for node in sorted(verdicts):
             v, e, s = verdicts[node], evidence_of(node), stats_of(node)
+            level = None if e is None else e.level
             cached = old.get(node)
-            if cached is not None and cached[0] is v and cached[1] is e and cached[2] is s:
+            if cached is not None and cached[0] is v and cached[2] is s and cached[1] == level:
                 rows[node] = cached
                 row = cached[3]
             else:
-                row = NodeRank(node, s, None if e is None else e.level, v.eligible, v.blacklisted, v.reason)
-                rows[node] = (v, e, s, row)
+                row = NodeRank(node, s, level, v.eligible, v.blacklisted, v.reason)
+                rows[node] = (v, level, s, row)
             level = row.level
             if level is None:
                 unranked.append(row)

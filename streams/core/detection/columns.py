@@ -9,7 +9,7 @@ float operations, so the same bits, and the first scale of the highest z as ``ma
 
 >>> import numpy as np
 >>> cols = [(np.array([6, 7]), None, None, np.array([3.0, 9.0]), np.array([4.0, 1.0]), None)]
->>> could, words = plain_words(cols, [(4.0, 0.3)], min_tasks=5)
+>>> could, words, numbers = plain_words(cols, [(4.0, 0.3)], min_tasks=5)
 >>> could, words(0)
 ([False, True], (-0.25, 'not clearly slow: at most z +1.5, effect +0.75 over 6 tasks'))
 
@@ -60,12 +60,13 @@ def tallies_at(columns: Sequence[Columns], i: int) -> list[Tally]:
 
 
 def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, float]], min_tasks: int
-                ) -> tuple[list[bool], Callable[[int], tuple[float, str]]]:
+                ) -> tuple[list[bool], Callable[[int], tuple[float, str]], npt.NDArray[np.float64]]:
     """``cols``: per scale, the judged nodes' columns (tasks, running, past median, sum of contributions, sum of
     null variances, sum of log ratios: ``Tally``); ``levels``: per scale, the z and effect a look must reach.
     Returns per node whether some scale could pass it (its tasks, effect and z before the spread, which only
     lowers z, all reach the scale's levels: ``_clearly_slow``'s first test), and for node j its score (the
-    largest effect less two standard errors) and the words ``_judge`` gives a node no scale passed."""
+    largest effect less two standard errors) and the words ``_judge`` gives a node no scale passed; and per node the
+    numbers those are made of, a row each (score, z, effect, tasks: equal rows, equal score and words)."""
     could = np.zeros(len(cols[0][0]), dtype=bool)
     zs, picks, effects, scores = [], [], [], []
     for (tasks, _, _, total, info, _), (z_level, effect_level) in zip(cols, levels, strict=True):
@@ -80,8 +81,12 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
         scores.append(np.where(positive, effect - 2 * (1.0 / root), -math.inf))
     z_all: npt.NDArray[np.float64] = np.stack(zs)
     # the first scale with tasks of the highest z, as max() picks it (the first scale when none has tasks)
-    best = np.argmax(np.stack(picks), axis=0).tolist()
-    score = np.max(np.stack(scores), axis=0).tolist()
+    at = np.argmax(np.stack(picks), axis=0)
+    best_of = np.arange(len(at))
+    top = np.max(np.stack(scores), axis=0)
+    numbers = np.stack([top, z_all[at, best_of], np.stack(effects)[at, best_of],
+                        np.stack([c[0] for c in cols])[at, best_of]], axis=1).astype(np.float64)
+    best, score = at.tolist(), top.tolist()
     z_rows, effect_rows = z_all.tolist(), np.stack(effects).tolist()
     task_rows = [c[0].tolist() for c in cols]
 
@@ -90,4 +95,4 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
         return score[j], (f"not clearly slow: at most z {z_rows[k][j]:+.1f}, effect {effect_rows[k][j]:+.2f} "
                           f"over {task_rows[k][j]} tasks")
 
-    return could.tolist(), words
+    return could.tolist(), words, numbers

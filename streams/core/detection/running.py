@@ -114,6 +114,11 @@ class RunningTaskDetector:
         self._looks = PassingLooks(self.scales, period_us)
         self._effect: dict[str, float] = {}  # suspects not yet recovered -> the effect they were found with
         self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
+        # A cache, not state: each plain node's last numbers and the Evidence made of them, by node code in the
+        # task table's names (valid while that list is the same object: a compaction renumbers), given again while
+        # the numbers are equal (on Google 2011 about half the nodes a period), so the policy's verdict and the
+        # ranking's row of that node are reused too (they key on the objects). Empty after a restore: rebuilt equal.
+        self._plain_cache: tuple[list[str], npt.NDArray[np.float64], list[Evidence | None]] | None = None
 
     def learn(self, sample: NormalizedTask) -> None:
         return None  # the task events (``observe``) carry everything this detector uses
@@ -137,14 +142,17 @@ class RunningTaskDetector:
         # no usable task this look: no run (a forgotten node has none either, so this clears its counters too)
         judged = [names[i] for i in kept.tolist()]
         self._looks.keep_only(set(judged))
-        plain = self._plain(judged, cols)
+        plain, words, numbers = self._plain(judged, cols)
+        same, earlier, made = self._reusable(names, kept, plain, numbers)
+        codes, plain_streak = kept.tolist(), (0, end)
         evidence = {}
         for j in sorted(range(len(judged)), key=judged.__getitem__):
             node = judged[j]
-            words = None if plain is None else plain[j]
-            if words is not None:
-                self._streak[node] = (0, end)
-                evidence[node] = Evidence(node, False, *words)
+            if plain[j]:
+                self._streak[node] = plain_streak
+                code = codes[j]
+                e = earlier[code] if same[j] else Evidence(node, False, *words(j))
+                made[code] = evidence[node] = e
             else:
                 evidence[node] = self._judge(node, tallies_at(columns, int(kept[j])), end, spread)
         for node in quiet:
@@ -153,16 +161,34 @@ class RunningTaskDetector:
                                           f"{self.quiet_us / MINUTE_US:g} min, none running; its old tasks forgotten")
         return evidence
 
+    def _reusable(self, names: list[str], kept: npt.NDArray[np.intp], plain: list[bool],
+                  numbers: npt.NDArray[np.float64]) -> tuple[list[bool], list[Evidence | None], list[Evidence | None]]:
+        """Per judged node, whether its plain Evidence of last period is still right (its numbers are equal), last
+        period's Evidence by node code, and the list this period's go into (the cache from now on)."""
+        key = np.full((len(names), 4), math.nan)
+        made: list[Evidence | None] = [None] * len(names)
+        mask = np.array(plain, dtype=bool)
+        if len(kept):
+            key[kept[mask]] = numbers[mask]
+        cache, self._plain_cache = self._plain_cache, (names, key, made)
+        if cache is None or cache[0] is not names or not len(kept):
+            return [False] * len(kept), made, made
+        old = cache[1]
+        seen = kept < len(old)  # codes of nodes new since then have no earlier Evidence
+        same = np.zeros(len(kept), dtype=bool)
+        same[seen] = (old[kept[seen]] == numbers[seen]).all(axis=1)  # NaN (not plain then) is never equal
+        return (same & mask).tolist(), cache[2], made
+
     def _plain(self, judged: list[str], cols: list[Columns]
-               ) -> list[tuple[float, str] | None] | None:
-        """Per judged node, its score and words when no scale could pass it and it carries nothing from earlier
-        looks (no suspicion, no passing run, no streak), computed over columns (``plain_words``); None for a node
-        ``_judge`` must see."""
+               ) -> tuple[list[bool], Callable[[int], tuple[float, str]], npt.NDArray[np.float64]]:
+        """Per judged node, whether no scale could pass it and it carries nothing from earlier looks (no suspicion,
+        no passing run, no streak): its score and words then come from the columns (``plain_words``: ``words``
+        and the ``numbers`` they are made of); False for a node ``_judge`` must see."""
         if not cols:
-            return None
-        could, words = plain_words(cols, [self._levels(scale) for scale in self.scales], self.min_tasks)
-        return [None if could[j] or node in self._effect or self._looks.has_run(node)
-                or self._streak.get(node, (0,))[0] else words(j) for j, node in enumerate(judged)]
+            return [False] * len(judged), _no_words, np.zeros((len(judged), 4))
+        could, words, numbers = plain_words(cols, [self._levels(scale) for scale in self.scales], self.min_tasks)
+        return [not (could[j] or node in self._effect or self._looks.has_run(node)
+                     or self._streak.get(node, (0,))[0]) for j, node in enumerate(judged)], words, numbers
 
     # --- state ------------------------------------------------------------------------------------------------
 
@@ -350,3 +376,6 @@ class RunningTaskDetector:
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
 
+
+def _no_words(j: int) -> tuple[float, str]:
+    raise AssertionError("no columns: no plain node")

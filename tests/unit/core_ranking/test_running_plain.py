@@ -3,6 +3,7 @@ it says of every node at every boundary, and the state it keeps, must be what ju
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from producers.scenario_suite import SCENARIOS
@@ -15,25 +16,32 @@ from streams.core.ranking_config import RankingConfig
 MIN = 60_000_000
 
 
-def judged(name: str, seed: int, period_min: int, plain: bool) -> tuple[list[dict], dict, int]:
+def judged(name: str, seed: int, period_min: int, plain: bool, hours: float = 3.5
+           ) -> tuple[list[dict], dict, int, int]:
     """Every boundary's evidence (suspect, score, words) and the final snapshot of the shipped detector over a
     small copy of scenario ``name``; with ``plain`` False, every node goes through ``_judge``. Also how many
-    node judgements took the column path."""
+    node judgements took the column path, and how many of those gave last period's Evidence again (its cache)."""
     det: RunningTaskDetector = running_detector(RankingConfig(policy="running", period_us=period_min * MIN))
-    taken = 0
+    taken = reused = 0
     if not plain:
-        det._plain = lambda judged, cols: None  # type: ignore[method-assign]
+        det._plain = lambda judged, cols: ([False] * len(judged), None, np.zeros((len(judged), 4)))  # type: ignore
     else:
-        inner = det._plain
+        inner, again = det._plain, det._reusable
 
         def counting(judged, cols):  # type: ignore[no-untyped-def]
             nonlocal taken
             out = inner(judged, cols)
-            taken += 0 if out is None else sum(w is not None for w in out)
+            taken += sum(out[0])
             return out
 
-        det._plain = counting  # type: ignore[method-assign]
-    scenario = SCENARIOS[name].scaled(nodes=40, hours=3.5)
+        def reusing(*args):  # type: ignore[no-untyped-def]
+            nonlocal reused
+            out = again(*args)
+            reused += sum(out[0])
+            return out
+
+        det._plain, det._reusable = counting, reusing  # type: ignore[method-assign]
+    scenario = SCENARIOS[name].scaled(nodes=40, hours=hours)
     boundaries, next_end = [], period_min * MIN
     for event in ClusterSim(scenario, seed=seed):
         while event.ts_us >= next_end:
@@ -41,15 +49,49 @@ def judged(name: str, seed: int, period_min: int, plain: bool) -> tuple[list[dic
             boundaries.append({n: (e.suspect, e.score, e.reason) for n, e in evidence.items()})
             next_end += period_min * MIN
         observe_task(det, event)
-    return boundaries, det.snapshot(), taken
+    return boundaries, det.snapshot(), taken, reused
 
 
-@pytest.mark.parametrize(("name", "seed", "period_min"), [("cpu-2x", 3, 5), ("intermittent-2x", 4, 1),
-                                                          ("hetero-wide-2x", 5, 5)])
-def test_the_column_path_says_and_keeps_what_judging_every_node_does(name: str, seed: int, period_min: int) -> None:
-    fast, fast_state, taken = judged(name, seed, period_min, plain=True)
-    full, full_state, _ = judged(name, seed, period_min, plain=False)
+@pytest.mark.parametrize(("name", "seed", "period_min", "hours"), [
+    ("cpu-2x", 3, 5, 3.5), ("intermittent-2x", 4, 1, 3.5), ("hetero-wide-2x", 5, 5, 3.5),
+    ("gradual-3x", 6, 5, 7.0),  # past the detector's memory (4 h): its task table is compacted and renumbered
+])
+def test_the_column_path_says_and_keeps_what_judging_every_node_does(name: str, seed: int, period_min: int,
+                                                                     hours: float) -> None:
+    fast, fast_state, taken, reused = judged(name, seed, period_min, plain=True, hours=hours)
+    full, full_state, _, _ = judged(name, seed, period_min, plain=False, hours=hours)
     assert fast == full
     assert fast_state == full_state
     assert any(e[0] for b in fast for e in b.values()), "a slow node was listed: the full path ran too"
     assert taken > 0.8 * sum(len(b) for b in fast), "most judgements took the column path"
+    assert 0 < reused < taken, "some plain nodes gave last period's Evidence again, not all"
+
+
+def test_the_evidence_cache_is_dropped_when_the_task_table_renumbers_its_nodes() -> None:
+    """A compaction gives the task table a new list of node names, and codes may then name other nodes: last period's
+    Evidence, kept by code, must not be given again. Renumbering to the same order here, so only the guard (not the
+    numbers) can tell."""
+    det: RunningTaskDetector = running_detector(RankingConfig(policy="running", period_us=5 * MIN))
+    reused: list[int] = []
+    again = det._reusable
+
+    def reusing(*args):  # type: ignore[no-untyped-def]
+        out = again(*args)
+        reused.append(sum(out[0]))
+        return out
+
+    det._reusable = reusing  # type: ignore[method-assign]
+    scenario = SCENARIOS["sparse-4x"].scaled(nodes=40, hours=4.0)  # few tasks a node: numbers often stay equal
+    next_end, renumbered = 5 * MIN, 0
+    for event in ClusterSim(scenario, seed=2):
+        while event.ts_us >= next_end:
+            renumber = bool(reused) and reused[-1] > 0  # the last look gave some Evidence again: would this one?
+            if renumber:
+                det._log.table.node_names = list(det._log.table.node_names)  # a new list, the same codes
+            det.detect(WindowView(0, next_end, {}))
+            if renumber:
+                assert reused[-1] == 0
+                renumbered += 1
+            next_end += 5 * MIN
+        observe_task(det, event)
+    assert renumbered > 0
