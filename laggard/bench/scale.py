@@ -157,8 +157,22 @@ def scale_stage(sizes: tuple[int, ...], running_sizes: tuple[int, ...] = (), par
             "running_by_nodes": {str(nodes): one(nodes, "running") for nodes in running_sizes}}
 
 
+def main(argv: list[str]) -> int:
+    """``NODES [PARTITIONS [POLICY]]``: one JSON line on stdout; a wrong argument is one line on stderr, exit 2."""
+    from streams.core.decision.registry import POLICIES
+
+    usage = "usage: python -m laggard.bench.scale NODES [PARTITIONS [POLICY]]"
+    if not 1 <= len(argv) <= 3 or not all(a.isdigit() and int(a) > 0 for a in argv[:2]):
+        sys.stderr.write(f"{usage} (NODES and PARTITIONS: whole numbers above 0)\n")
+        return 2
+    chosen = argv[2] if len(argv) > 2 else "pcores"
+    if chosen not in POLICIES:
+        sys.stderr.write(f"unknown policy {chosen!r}; one of: {', '.join(POLICIES.names())}\n")
+        return 2
+    parts = int(argv[1]) if len(argv) > 1 else 1
+    sys.stdout.buffer.write(orjson.dumps(ranking_cost(int(argv[0]), parts, policy=chosen)) + b"\n")
+    return 0
+
+
 if __name__ == "__main__":
-    count = int(sys.argv[1])
-    parts = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    chosen = sys.argv[3] if len(sys.argv) > 3 else "pcores"
-    sys.stdout.buffer.write(orjson.dumps(ranking_cost(count, parts, policy=chosen)) + b"\n")
+    sys.exit(main(sys.argv[1:]))

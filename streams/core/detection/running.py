@@ -375,6 +375,7 @@ class RunningTaskDetector:
         self._looks.restore(state, self._identities())
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
+        self._plain_cache = None
 
 
 def _no_words(j: int) -> tuple[float, str]:

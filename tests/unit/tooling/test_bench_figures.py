@@ -66,3 +66,13 @@ def test_the_ranking_digest_is_the_same_for_the_same_run_and_tells_a_changed_bit
     assert first == ranking_digest.digest(spec, 10_000)
     assert first != ranking_digest.digest("synthetic:nodes=40,slow=3,jobs=150,seed=2", 10_000)
     assert first.count(b'{"boundary"') > 10 and b"node-08" in first
+
+
+def test_the_scale_tool_refuses_a_wrong_argument_in_one_line(capsys) -> None:  # type: ignore[no-untyped-def]
+    from laggard.bench.scale import main
+
+    assert main(["100", "2", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown policy 'nope'" in err and "running" in err
+    assert main(["many"]) == 2
+    assert capsys.readouterr().err.startswith("usage: python -m laggard.bench.scale NODES")
