@@ -12,6 +12,7 @@ Python list per column (at a 1-minute ranking period the copies were a third of 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +37,7 @@ class TaskTable:
         self._keys: list[tuple[str, str]] = []
         self._data: IntArray = np.zeros((_COLUMNS, capacity), dtype=np.int64)
         self._job_code: dict[str, int] = {}
+        self._job_ids: dict[str, str] = {}  # each job id as the table keeps it
         self.node_code: dict[str, int] = {}
         self.node_names: list[str] = []
 
@@ -49,13 +51,16 @@ class TaskTable:
             self.node_names.append(node)
         row = self._index.get((job, task))
         if row is None:
-            row = self._index[(job, task)] = len(self._keys)
-            self._keys.append((job, task))
+            # The key lives as long as the task: one copy of each job id and of each task id (task ids repeat
+            # across jobs), not the copies every decoded event carries (issue 18: the index is most of the memory).
+            key = (self._job_ids.setdefault(job, job), sys.intern(task))
+            row = self._index[key] = len(self._keys)
+            self._keys.append(key)
             if row >= self._data.shape[1]:
                 grown = np.zeros((_COLUMNS, 2 * self._data.shape[1]), dtype=np.int64)
                 grown[:, :row] = self._data[:, :row]
                 self._data = grown
-            self._data[0, row] = self._job_code.setdefault(job, len(self._job_code))
+            self._data[0, row] = self._job_code.setdefault(key[0], len(self._job_code))
         self._data[1:, row] = (code, start, duration)
 
     def drop(self, job: str, task: str) -> None:
@@ -107,6 +112,7 @@ class TaskTable:
         self._keys = keys
         self._index = {key: i for i, key in enumerate(keys)}
         self._job_code = {job: i for i, job in enumerate(job_names)}
+        self._job_ids = {job: job for job in job_names}
         self.node_names = node_names
         self.node_code = {node: i for i, node in enumerate(node_names)}
 

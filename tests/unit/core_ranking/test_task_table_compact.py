@@ -35,3 +35,20 @@ def test_a_bulk_compaction_builds_the_table_the_kept_rows_would() -> None:
     expected.put("j-new", "t-new", "n-new", 60_000, -1)
     assert [c.tolist() for c in table.arrays()] == [c.tolist() for c in expected.arrays()]
     assert table.has("j-new", "t-new") and not table.has("j0", "t0")
+
+
+def test_the_table_keeps_one_copy_of_each_job_id_and_task_id_however_many_events_carry_them() -> None:
+    """Each decoded event brings its own strings; the table's index lives as long as the tasks (issue 18: most of the
+    running detector's memory), so it keeps the first copy of a job id and one of each task id, before and after a
+    compaction."""
+    table = TaskTable()
+    for job in range(3):
+        for task in range(4):
+            # "".join: a fresh string object per event, as a decoder gives
+            table.put("".join(["job-", str(job)]), "".join(["t", str(task)]), "n1", 10 * task, -1)
+    keys = table._keys
+    assert len({id(job) for job, _ in keys}) == 3 and len({id(task) for _, task in keys}) == 4
+    assert table.compact(horizon=20, running_horizon=20)  # keeps the tasks started at 20 and 30 of every job
+    table.put("".join(["job-", "2"]), "".join(["t", "9"]), "n1", 40, -1)
+    keys = table._keys
+    assert len(keys) == 7 and len({id(job) for job, _ in keys}) == 3 and len({id(task) for _, task in keys}) == 3
