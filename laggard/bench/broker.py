@@ -23,6 +23,7 @@ from kafka.structs import TopicPartition
 from laggard import kafka_local
 from laggard.bench.common import cpu_seconds, say, vm_hwm_mb
 from streams import kafka_clients
+from streams.agents.offsets import STALLED_EXIT
 from streams.serde import topics as registry
 from streams.settings import Settings
 
@@ -30,6 +31,7 @@ from streams.settings import Settings
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
 INPUT_TOPICS = (registry.TASK_EVENTS.name, registry.JOB_EVENTS.name)
 LAGGARD = [sys.executable, "-m", "laggard"]  # how workers are started (an experiment may wrap it)
+MAX_RESTARTS = 3  # stall exits a scenario's workers may take in all before the scenario fails
 
 
 @contextlib.contextmanager
@@ -117,28 +119,44 @@ class Workers:
         self.processes: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
         self.started_wall = 0.0
+        self.restarts = 0  # stall exits restarted, as a supervisor would (see ``check_alive``)
 
     def start(self) -> None:
         (self.workdir / "pids").mkdir(parents=True, exist_ok=True)
         for index in range(self.count):
-            env = dict(os.environ, LAGGARD_BOOTSTRAP_SERVERS=self.settings.bootstrap_servers,
-                       LAGGARD_APP_ID=self.app_id, LAGGARD_DATA_DIR=str(self.workdir / f"{self.app_id}-{index}"),
-                       LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions),
-                       LAGGARD_ENGINE=self.engine, LAGGARD_WORKER_ROLE=self.role)  # fmt: skip
-            log = self.workdir / f"{self.app_id}-{index}.log"
-            with open(log, "ab") as out:
-                process = subprocess.Popen([*LAGGARD, "worker", "--web-port", "0"],
-                                           stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-            (self.workdir / "pids" / f"worker-{process.pid}").write_text(str(process.pid))
-            self.processes.append(process)
-            self.logs.append(log)
+            self.processes.append(self._spawn(index))
+            self.logs.append(self._log(index))
         self.started_wall = time.time()
 
+    def _log(self, index: int) -> Path:
+        return self.workdir / f"{self.app_id}-{index}.log"
+
+    def _spawn(self, index: int) -> subprocess.Popen[bytes]:
+        env = dict(os.environ, LAGGARD_BOOTSTRAP_SERVERS=self.settings.bootstrap_servers,
+                   LAGGARD_APP_ID=self.app_id, LAGGARD_DATA_DIR=str(self.workdir / f"{self.app_id}-{index}"),
+                   LAGGARD_TOPIC_PARTITIONS=str(self.settings.topic_partitions),
+                   LAGGARD_ENGINE=self.engine, LAGGARD_WORKER_ROLE=self.role)  # fmt: skip
+        with open(self._log(index), "ab") as out:
+            process = subprocess.Popen([*LAGGARD, "worker", "--web-port", "0"],
+                                       stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        (self.workdir / "pids" / f"worker-{process.pid}").write_text(str(process.pid))
+        return process
+
     def check_alive(self) -> None:
-        for process, log in zip(self.processes, self.logs, strict=True):
-            if process.poll() is not None:
-                tail = log.read_text(errors="replace")[-1500:]
-                raise RuntimeError(f"worker {process.pid} exited with {process.returncode}; log tail:\n{tail}")
+        """A worker that ended itself with the stall exit (a wedged client; its checkpoints are in Kafka) is started
+        again, as the deployment's supervisor does (``restartPolicy``, docker-compose ``restart``), up to
+        ``MAX_RESTARTS`` times in all; any other exit ends the scenario with the worker's log tail."""
+        for index, (process, log) in enumerate(zip(self.processes, self.logs, strict=True)):
+            if process.poll() is None:
+                continue
+            (self.workdir / "pids" / f"worker-{process.pid}").unlink(missing_ok=True)
+            if process.returncode == STALLED_EXIT and self.restarts < MAX_RESTARTS:
+                self.restarts += 1
+                say(f"worker {process.pid} stalled (exit {STALLED_EXIT}); starting it again, as a supervisor would")
+                self.processes[index] = self._spawn(index)
+                continue
+            tail = log.read_text(errors="replace")[-1500:]
+            raise RuntimeError(f"worker {process.pid} exited with {process.returncode}; log tail:\n{tail}")
 
     def wait_ready(self, timeout_s: float = 120) -> None:
         deadline = time.monotonic() + timeout_s

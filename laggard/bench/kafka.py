@@ -201,7 +201,8 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
             "worker_cpu_percent": 100 * sum(cpu) / (time.time() - workers.started_wall),
             # per CPU second of the workers (start-up included): comparable on a shared machine, where wall-clock
             # rates depend on what else runs
-            "processed_per_worker_cpu_s": rate(c1, sum(cpu)),
+            "processed_per_worker_cpu_s": rate(c1, sum(cpu)),  # a restarted worker's CPU: since its restart
+            "restarts": workers.restarts,
             "worker_peak_mb": usage["peak_mb"]}  # fmt: skip
 
 

@@ -120,6 +120,7 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("kafka", "2 workers, events processed", "kafka.two_workers.processed", 0),
     ("kafka", "2 workers, CPU % (sum)", "kafka.two_workers.worker_cpu_percent", 0),
     ("kafka", "1 worker, ev per worker CPU s", "kafka.one_worker.processed_per_worker_cpu_s", 0),
+    ("kafka", "stall restarts, 1 / 2 workers", "kafka.one_worker.restarts", 0),
     ("direct", "Kafka consume, beside it (rec/s)", "kafka.direct.consume_per_s", 0),
     ("direct", "1 worker, sustained (ev/s)", "kafka.direct.one_worker.sustained_per_s", 0),
     ("direct", "1 worker, events processed", "kafka.direct.one_worker.processed", 0),
@@ -127,6 +128,7 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("direct", "1 worker, ev per worker CPU s", "kafka.direct.one_worker.processed_per_worker_cpu_s", 0),
     ("direct", "2 workers, sustained (ev/s)", "kafka.direct.two_workers.sustained_per_s", 0),
     ("direct", "2 workers, CPU % (sum)", "kafka.direct.two_workers.worker_cpu_percent", 0),
+    ("direct", "stall restarts, 1 / 2 workers", "kafka.direct.one_worker.restarts", 0),
     ("direct", "delta: finish -> delta p99 (s)", "kafka.direct.latency.delta.finish_to_output.p99_s", 3),
     ("direct", "ranking: finish -> scores p99 (s)", "kafka.direct.latency.ranking.finish_to_output.p99_s", 3),
     ("direct", "delta: close -> delta p99 (s)", "kafka.direct.latency.delta.close_to_output.p99_s", 3),
@@ -170,6 +172,8 @@ def _cell(document: dict[str, Any], path: str, digits: int) -> str:
         return "-"
     if path == "kafka.latency.rankings":
         return f"{value} / {document['kafka']['latency']['deltas']}"
+    if path.endswith("one_worker.restarts"):  # both scenarios of the engine in one cell
+        return f"{value} / {_cell(document, path.replace('one_worker', 'two_workers'), digits)}"
     if isinstance(value, list):
         return " + ".join(_n(v, digits) for v in value)
     return _n(value, digits)

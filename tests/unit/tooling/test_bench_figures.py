@@ -76,3 +76,40 @@ def test_the_scale_tool_refuses_a_wrong_argument_in_one_line(capsys) -> None:  #
     assert err.count("\n") == 1 and "unknown policy 'nope'" in err and "running" in err
     assert main(["many"]) == 2
     assert capsys.readouterr().err.startswith("usage: python -m laggard.bench.scale NODES")
+
+
+def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_with_stand_in_processes(
+        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Stand-in worker processes (a worker cannot be made to wedge its Kafka client on purpose here): the first exits
+    with the stall code once, as ``laggard worker``'s health check does, and is started again as a supervisor would;
+    a worker that exits with any other code ends the scenario with its log's tail."""
+    import sys
+
+    import pytest
+
+    from laggard.bench import broker
+    from streams.settings import Settings
+
+    marker = tmp_path / "stalled-once"
+    stall_once = (f"import pathlib, sys, time\nm = pathlib.Path({str(marker)!r})\n"
+                  "if not m.exists():\n    m.write_text('x'); print('wedged'); sys.exit(75)\ntime.sleep(30)\n")
+    monkeypatch.setattr(broker, "LAGGARD", [sys.executable, "-c", stall_once, "--"])
+    workers = broker.Workers(tmp_path, Settings(), "bench-test", 1)
+    workers.start()
+    try:
+        workers.processes[0].wait(20)
+        workers.check_alive()
+        assert workers.restarts == 1 and workers.processes[0].poll() is None
+        assert "wedged" in workers.logs[0].read_text()
+    finally:
+        workers.stop()
+    monkeypatch.setattr(broker, "LAGGARD", [sys.executable, "-c", "print('boom'); raise SystemExit(3)", "--"])
+    crashed = broker.Workers(tmp_path, Settings(), "bench-crash", 1)
+    crashed.start()
+    try:
+        crashed.processes[0].wait(20)
+        with pytest.raises(RuntimeError, match=r"exited with 3; log tail:\n.*boom"):
+            crashed.check_alive()
+        assert crashed.restarts == 0
+    finally:
+        crashed.stop()
