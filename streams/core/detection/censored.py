@@ -68,6 +68,9 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
         if int(jobs.max()) >= 1 << _JOB_BITS:
             return _by_job_ranges(jobs, starts, times, finished, boundary_us)
     times = np.clip(times, 0, (1 << _TIME_BITS) - 1)  # a longer time would spill into the job bits of the key
+    # Each temporary is let go once used (``del``): a period holds every task of the last four hours, and at 10 k
+    # nodes the scoring's temporaries were the detector's peak memory (issue 18, session 19). The same operations
+    # in the same order: the same bits.
     order = _by_job_then_time(jobs, times, finished)
     sj, st, se = jobs[order], times[order], finished[order]
     first = np.ones(n, dtype=bool)
@@ -75,13 +78,17 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
     group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
     group_size = np.bincount(sj, minlength=int(sj.max()) + 1)[sj]
     at_risk = group_size - (np.arange(n) - group_start)
+    del group_size
     factor = np.where(se, 1.0 - 1.0 / at_risk, 1.0)
-    log_f = np.log(np.maximum(factor, 1e-300))
-    cum = np.cumsum(log_f)
+    del at_risk
+    cum = np.cumsum(np.log(np.maximum(factor, 1e-300)))
     before_group = np.where(group_start > 0, cum[np.maximum(group_start - 1, 0)], 0.0)
     survival_after = np.exp(cum - before_group)
+    del cum, before_group
     survival_after[np.isclose(factor, 0.0)] = 0.0
+    del factor
     survival_before = np.where(first, 1.0, np.roll(survival_after, 1))
+    del first
     # Survival at each task's potential elapsed time B - start (its censoring point), looked up in its job. A known
     # task's is at or past its own time: a finished task's time is within B - start anyway, and a projected one
     # (``finished`` but still running) scores as if it had ended then, so it carries that task's information. At
@@ -90,15 +97,27 @@ def task_scores(jobs: IntArray, starts: IntArray, times: IntArray, finished: Boo
     keys = (sj << _TIME_BITS) | st
     elapsed = np.maximum(boundary_us - starts[order], 0)
     elapsed = np.minimum(np.where(se, np.maximum(elapsed, st), elapsed), (1 << _TIME_BITS) - 1)
+    del st
     where = np.searchsorted(keys, (sj << _TIME_BITS) | elapsed, side="right") - 1
+    del keys, elapsed, sj
     inside = (where >= group_start) & (where >= 0)
+    del group_start
     s_censor = np.where(inside, survival_after[np.maximum(where, 0)], 1.0)
+    del inside, where
     c = np.clip(special.ndtri(np.clip(1.0 - s_censor, 0.0, 1.0)), -_CLIP, _CLIP)
-    mills = np.exp(_log_pdf(c) - special.log_ndtr(-c))
-    variance = special.ndtr(c) - c * np.exp(_log_pdf(c)) + np.exp(_log_pdf(c)) * mills
+    del s_censor
+    log_pdf = _log_pdf(c)
+    mills = np.exp(log_pdf - special.log_ndtr(-c))
+    pdf = np.exp(log_pdf)
+    del log_pdf
+    variance = special.ndtr(c) - c * pdf + pdf * mills
+    del c, pdf
     y = np.clip(special.ndtri(np.clip(1.0 - (survival_before + survival_after) / 2, 0.0, 1.0)), -_CLIP, _CLIP)
+    del survival_before
     x = np.where(se, y, mills)
+    del y, mills
     past_median = ~se & (survival_after < 0.5)
+    del survival_after, se
     out_x, out_v, out_past = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
     out_x[order], out_v[order], out_past[order] = x, np.clip(variance, 0.0, 1.0), past_median
     return out_x, out_v, out_past
