@@ -223,7 +223,7 @@ class RunningTaskDetector:
         sums of contributions, of null variances and of log ratios (``Tally``)."""
         self._log.compact(end - self.memory_us, end - 4 * self.memory_us)
         table = self._log.table
-        jobs, nodes, starts, durations = table.arrays()
+        jobs, nodes, starts, durations = table.views()  # nothing is put until the next boundary
         self._forget(end, nodes, starts, durations, quiet)
         projected = table.column(self._log.projected)
         keep = (starts < end) & (durations != _DROPPED)
@@ -237,6 +237,7 @@ class RunningTaskDetector:
         known = finished | (projected > 0)
         times = np.where(finished, durations, np.where(projected > 0, np.maximum(projected, end - starts),
                                                        end - starts))
+        del durations, projected  # the scoring's peak is the detector's (issue 18)
         x, v, past = task_scores(jobs, starts, times, known, end)
         scaled = log_ratios(jobs, times, known, x)  # contributions in log duration (``Tally.ratio``)
         names = table.node_names
