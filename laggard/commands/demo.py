@@ -153,8 +153,9 @@ def _write(outcome: RunOutcome, history: Any, settings: Settings, spec: str, out
     pcores = settings.policy in ("pcores", "pcores-top-k")
     floored = settings.policy in floor_policies()
     plots = {
-        "intervals.png": "Each node's mean z and 95 % interval in the final window, coloured by P-Cores level "
-        "(level 0: nothing clearly slower); blacklisted nodes boxed; injected slow nodes in red."
+        "intervals.png": "Each node's mean z and 95 % interval in the final window"
+        + (", coloured by P-Cores level (level 0: nothing clearly slower)" if pcores else "")
+        + "; blacklisted nodes boxed; injected slow nodes in red."
         + ("" if pcores else f" Policy {settings.policy} lists from its own evidence (each listing's reason says "
                              "which); the window statistics are shown for comparison."),
         "blacklist.png": "The blacklist over time: the fault period of each injected slow node shaded, each stay "
@@ -168,12 +169,13 @@ def _write(outcome: RunOutcome, history: Any, settings: Settings, spec: str, out
     last = outcome.pipeline.last_ranking
     try:
         if last is not None:
-            plot_intervals(last.ranking, slow_nodes, floor, out_dir / "intervals.png")
+            plot_intervals(last.ranking, slow_nodes, floor, out_dir / "intervals.png", floored)
         else:
             del plots["intervals.png"]
         plot_blacklist_timeline(score.spans(), slow_nodes, onset_us, end_us, out_dir / "blacklist.png")
         first = {node: score.first_blacklisted_us(node) or 0 for node in score.blacklisted}
-        plot_ci_low(history, slow_nodes, first, floor, settings.min_tasks, onset_us, out_dir / "ci_low.png")
+        plot_ci_low(history, slow_nodes, first, floor, settings.min_tasks, onset_us, out_dir / "ci_low.png",
+                    floored)
         chosen = {name: getattr(settings, name) for name in SETTING_NAMES}
         chosen["trace"] = spec
         command = "laggard demo" if str(out_dir) == "laggard-demo" else f"laggard demo --out {out_dir}"

@@ -34,7 +34,13 @@ def _hours(us: float) -> float:
     return us / US_PER_H
 
 
-def plot_intervals(ranking: Ranking, slow: Collection[str], floor: float | None, path: Path) -> None:
+def _floor_label(floor: float, used: bool) -> str:
+    """The significance floor's legend entry; a policy that does not read it (``Policy.reads_floor``) says so."""
+    return f"significance floor {floor:g}" + ("" if used else " (not used by this policy)")
+
+
+def plot_intervals(ranking: Ranking, slow: Collection[str], floor: float | None, path: Path,
+                   floor_used: bool = True) -> None:
     """Each node's mean z and 95 % interval in the final window, coloured by level, slowest at the top."""
     rows = sorted(ranking.ranked, key=lambda row: (row.stats.mean if row.stats else 0.0, row.node_id))
     figure = Figure(figsize=(9, max(4.0, 0.16 * len(rows) + 1.8)), dpi=DPI, layout="constrained")
@@ -83,7 +89,7 @@ def plot_intervals(ranking: Ranking, slow: Collection[str], floor: float | None,
     handles.append(Patch(facecolor="#fde0dd", edgecolor=SLOW_COLOR, label="injected slow node (label in red)"))
     if floor is not None:
         axes.axvline(floor, color="black", linewidth=1.0, linestyle="--")
-        handles.append(Line2D([], [], color="black", linestyle="--", label=f"significance floor {floor:g}"))
+        handles.append(Line2D([], [], color="black", linestyle="--", label=_floor_label(floor, floor_used)))
     axes.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
     axes.set_xlabel("z: task duration in job standard deviations from its job's mean (95 % interval)")
     axes.set_ylabel("node (slowest mean at the top)")
@@ -157,6 +163,7 @@ def plot_ci_low(
     min_tasks: int,
     onset_us: int,
     path: Path,
+    floor_used: bool = True,
 ) -> None:
     """Every node's lower interval end per ranking (once it has ``min_tasks`` samples) against the floor.
 
@@ -196,7 +203,7 @@ def plot_ci_low(
             2, Line2D([], [], color=FALSE_POSITIVE_COLOR, linewidth=1.4, label="healthy node that was blacklisted")
         )
     if floor is not None:
-        handles.append(Line2D([], [], color="black", linestyle=":", label=f"significance floor {floor:g}"))
+        handles.append(Line2D([], [], color="black", linestyle=":", label=_floor_label(floor, floor_used)))
     figure.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8)
     axes.set_xlabel("trace time (hours of event time; each point is one ranking)")
     axes.set_ylabel("ci_low: lower end of the 95 % interval of z")

@@ -51,6 +51,7 @@ def test_the_page_names_the_slow_nodes_and_when_they_were_caught(demo_run):
     assert "Precision 100%" in summary and "recall 100%" in summary
     assert "No healthy node was blacklisted." in summary
     assert "significance_floor" in page and "0.25" in page  # the settings used
+    assert "coloured by P-Cores level" not in page  # the default policy (running) has no levels to colour by
     saved = re.search(
         r"jobs would have ended ([\d.]+) % sooner, ([\d.]+) % had exactly the slow nodes been "
         r"listed from the onset, and ([\d.]+) % with as many random tasks moved instead",
