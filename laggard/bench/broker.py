@@ -109,7 +109,7 @@ class Workers:
     read before they stop."""
 
     def __init__(self, workdir: Path, settings: Settings, app_id: str, count: int, engine: str = "faust",
-                 role: str = "all") -> None:
+                 role: str = "all", restart_stalled: bool = False) -> None:
         self.workdir = workdir
         self.engine = engine
         self.role = role  # LAGGARD_WORKER_ROLE (direct engine)
@@ -119,7 +119,10 @@ class Workers:
         self.processes: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
         self.started_wall = 0.0
-        self.restarts = 0  # stall exits restarted, as a supervisor would (see ``check_alive``)
+        # Stall exits restarted, as a supervisor would (``check_alive``), only where asked: a throughput scenario
+        # reports them; a latency or equality measurement must not absorb a restart's gap.
+        self.restart_stalled = restart_stalled
+        self.restarts = 0
 
     def start(self) -> None:
         (self.workdir / "pids").mkdir(parents=True, exist_ok=True)
@@ -143,14 +146,15 @@ class Workers:
         return process
 
     def check_alive(self) -> None:
-        """A worker that ended itself with the stall exit (a wedged client; its checkpoints are in Kafka) is started
-        again, as the deployment's supervisor does (``restartPolicy``, docker-compose ``restart``), up to
-        ``MAX_RESTARTS`` times in all; any other exit ends the scenario with the worker's log tail."""
+        """With ``restart_stalled``, a worker that ended itself with the stall exit (a wedged client; its checkpoints
+        are in Kafka) is started again, as the deployment's supervisor does (``restartPolicy``, docker-compose
+        ``restart``), up to ``MAX_RESTARTS`` times in all; any other exit ends the scenario with the worker's log
+        tail. A restarted worker's CPU and peak memory (``usage``) are those of its second life only."""
         for index, (process, log) in enumerate(zip(self.processes, self.logs, strict=True)):
             if process.poll() is None:
                 continue
             (self.workdir / "pids" / f"worker-{process.pid}").unlink(missing_ok=True)
-            if process.returncode == STALLED_EXIT and self.restarts < MAX_RESTARTS:
+            if self.restart_stalled and process.returncode == STALLED_EXIT and self.restarts < MAX_RESTARTS:
                 self.restarts += 1
                 say(f"worker {process.pid} stalled (exit {STALLED_EXIT}); starting it again, as a supervisor would")
                 self.processes[index] = self._spawn(index)

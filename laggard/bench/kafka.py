@@ -201,7 +201,8 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
             "worker_cpu_percent": 100 * sum(cpu) / (time.time() - workers.started_wall),
             # per CPU second of the workers (start-up included): comparable on a shared machine, where wall-clock
             # rates depend on what else runs
-            "processed_per_worker_cpu_s": rate(c1, sum(cpu)),  # a restarted worker's CPU: since its restart
+            "processed_per_worker_cpu_s": rate(c1, sum(cpu)),
+            # after a restart the CPU, CPU % and peak memory figures count the restarted worker's second life only
             "restarts": workers.restarts,
             "worker_peak_mb": usage["peak_mb"]}  # fmt: skip
 
@@ -216,7 +217,8 @@ def scenario(workdir: Path, settings: Settings, events: list[Event], records: li
     if measure_consume:
         say("reading them back (consume floor)")
         result["consume_per_s"] = consume(settings, len(records))
-    workers = Workers(workdir, settings, f"bench-{engine}-{role}-{count}w-{int(time.time())}", count, engine, role)
+    workers = Workers(workdir, settings, f"bench-{engine}-{role}-{count}w-{int(time.time())}", count, engine, role,
+                      restart_stalled=True)
     say(f"running {count} {engine} worker(s) ({role}) for at most {window_s:.0f} s after their first progress mark")
     workers.start()
     try:

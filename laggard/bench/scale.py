@@ -161,8 +161,8 @@ def main(argv: list[str]) -> int:
     """``NODES [PARTITIONS [POLICY]]``: one JSON line on stdout; a wrong argument is one line on stderr, exit 2."""
     from streams.core.decision.registry import POLICIES
 
-    usage = "usage: python -m laggard.bench.scale NODES [PARTITIONS [POLICY]]"
-    if not 1 <= len(argv) <= 3 or not all(a.isdigit() and int(a) > 0 for a in argv[:2]):
+    usage = "usage: python -m laggard.bench.scale NODES [PARTITIONS (default 1) [POLICY (default pcores)]]"
+    if not 1 <= len(argv) <= 3 or not all(a.isdecimal() and int(a) > 0 for a in argv[:2]):
         sys.stderr.write(f"{usage} (NODES and PARTITIONS: whole numbers above 0)\n")
         return 2
     chosen = argv[2] if len(argv) > 2 else "pcores"

@@ -84,10 +84,11 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
     at = np.argmax(np.stack(picks), axis=0)
     best_of = np.arange(len(at))
     top = np.max(np.stack(scores), axis=0)
-    numbers = np.stack([top, z_all[at, best_of], np.stack(effects)[at, best_of],
+    effect_all = np.stack(effects)
+    numbers = np.stack([top, z_all[at, best_of], effect_all[at, best_of],
                         np.stack([c[0] for c in cols])[at, best_of]], axis=1).astype(np.float64)
     best, score = at.tolist(), top.tolist()
-    z_rows, effect_rows = z_all.tolist(), np.stack(effects).tolist()
+    z_rows, effect_rows = z_all.tolist(), effect_all.tolist()
     task_rows = [c[0].tolist() for c in cols]
 
     def words(j: int) -> tuple[float, str]:

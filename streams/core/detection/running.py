@@ -116,8 +116,8 @@ class RunningTaskDetector:
         self._found: dict[str, int] = {}  # suspects not yet recovered -> the boundary they were found at
         # A cache, not state: each plain node's last numbers and the Evidence made of them, by node code in the
         # task table's names (valid while that list is the same object: a compaction renumbers), given again while
-        # the numbers are equal (on Google 2011 about half the nodes a period), so the policy's verdict and the
-        # ranking's row of that node are reused too (they key on the objects). Empty after a restore: rebuilt equal.
+        # the numbers are equal (on Google 2011 about half the nodes a period): no Evidence or words made for them
+        # (alone ~7 % of the in-process CPU on Google's first 300 k events, A B B A). Empty after a restore.
         self._plain_cache: tuple[list[str], npt.NDArray[np.float64], list[Evidence | None]] | None = None
 
     def learn(self, sample: NormalizedTask) -> None:

@@ -79,7 +79,8 @@ class TaskLog:
             if kind == _START:
                 self.table.put(job, task, node, ts, -1)
             elif kind == _CHECK:
-                self._checkpoint((job, task), duration >> _PPM_BITS, (duration & ((1 << _PPM_BITS) - 1)) / 1e6)
+                self._checkpoint(self.table.key(job, task), duration >> _PPM_BITS,
+                                 (duration & ((1 << _PPM_BITS) - 1)) / 1e6)
             else:
                 self.projected.pop((job, task), None)
                 self._reported.pop((job, task), None)

@@ -37,7 +37,6 @@ class TaskTable:
         self._keys: list[tuple[str, str]] = []
         self._data: IntArray = np.zeros((_COLUMNS, capacity), dtype=np.int64)
         self._job_code: dict[str, int] = {}
-        self._job_ids: dict[str, str] = {}  # each job id as the table keeps it
         self.node_code: dict[str, int] = {}
         self.node_names: list[str] = []
 
@@ -53,7 +52,7 @@ class TaskTable:
         if row is None:
             # The key lives as long as the task: one copy of each job id and of each task id (task ids repeat
             # across jobs), not the copies every decoded event carries (issue 18: the index is most of the memory).
-            key = (self._job_ids.setdefault(job, job), sys.intern(task))
+            key = (sys.intern(job), sys.intern(task))
             row = self._index[key] = len(self._keys)
             self._keys.append(key)
             if row >= self._data.shape[1]:
@@ -67,6 +66,11 @@ class TaskTable:
         row = self._index.get((job, task))
         if row is not None:
             self._data[3, row] = DROPPED
+
+    def key(self, job: str, task: str) -> tuple[str, str]:
+        """The table's own ``(job, task)`` key when it has the task (one copy of the strings), else a new one."""
+        row = self._index.get((job, task))
+        return (job, task) if row is None else self._keys[row]
 
     def has(self, job: str, task: str) -> bool:
         return (job, task) in self._index
@@ -88,7 +92,10 @@ class TaskTable:
         """The job, node, start and duration columns themselves (read-only use, until the next ``put``, ``drop`` or
         ``compact``): no copy of four columns of every task a period (issue 18: the detector's peak memory)."""
         n = len(self._keys)
-        return self._data[0, :n], self._data[1, :n], self._data[2, :n], self._data[3, :n]
+        views = self._data[0, :n], self._data[1, :n], self._data[2, :n], self._data[3, :n]
+        for view in views:
+            view.flags.writeable = False  # a write through a view would change the table itself
+        return views
 
     def compact(self, horizon: int, running_horizon: int) -> bool:
         """Forget finished tasks started before ``horizon`` and running ones started before ``running_horizon``
@@ -116,7 +123,6 @@ class TaskTable:
         self._keys = keys
         self._index = {key: i for i, key in enumerate(keys)}
         self._job_code = {job: i for i, job in enumerate(job_names)}
-        self._job_ids = {job: job for job in job_names}
         self.node_names = node_names
         self.node_code = {node: i for i, node in enumerate(node_names)}
 

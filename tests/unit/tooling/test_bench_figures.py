@@ -78,8 +78,8 @@ def test_the_scale_tool_refuses_a_wrong_argument_in_one_line(capsys) -> None:  #
     assert capsys.readouterr().err.startswith("usage: python -m laggard.bench.scale NODES")
 
 
-def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_with_stand_in_processes(
-        tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_with_stand_in_processes(  # type: ignore[no-untyped-def]
+        tmp_path, monkeypatch) -> None:
     """Stand-in worker processes (a worker cannot be made to wedge its Kafka client on purpose here): the first exits
     with the stall code once, as ``laggard worker``'s health check does, and is started again as a supervisor would;
     a worker that exits with any other code ends the scenario with its log's tail."""
@@ -94,7 +94,7 @@ def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_w
     stall_once = (f"import pathlib, sys, time\nm = pathlib.Path({str(marker)!r})\n"
                   "if not m.exists():\n    m.write_text('x'); print('wedged'); sys.exit(75)\ntime.sleep(30)\n")
     monkeypatch.setattr(broker, "LAGGARD", [sys.executable, "-c", stall_once, "--"])
-    workers = broker.Workers(tmp_path, Settings(), "bench-test", 1)
+    workers = broker.Workers(tmp_path, Settings(), "bench-test", 1, restart_stalled=True)
     workers.start()
     try:
         workers.processes[0].wait(20)
@@ -103,6 +103,15 @@ def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_w
         assert "wedged" in workers.logs[0].read_text()
     finally:
         workers.stop()
+    marker.unlink()  # a scenario that did not ask for restarts (latency, equality) ends at a stall exit too
+    plain = broker.Workers(tmp_path, Settings(), "bench-plain", 1)
+    plain.start()
+    try:
+        plain.processes[0].wait(20)
+        with pytest.raises(RuntimeError, match="exited with 75"):
+            plain.check_alive()
+    finally:
+        plain.stop()
     monkeypatch.setattr(broker, "LAGGARD", [sys.executable, "-c", "print('boom'); raise SystemExit(3)", "--"])
     crashed = broker.Workers(tmp_path, Settings(), "bench-crash", 1)
     crashed.start()
