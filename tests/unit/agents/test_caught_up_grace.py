@@ -131,14 +131,24 @@ def furthest_progress(sent: Sent) -> int:
     return max((record.ts_us for _, record in sent.records if isinstance(record, Progress)), default=-1)
 
 
+class Forwarded(Sent):
+    """The fake outbox, also taking the task events a running policy's normaliser forwards as read (``send_raw``),
+    in one list with the records, so their order against the progress marks shows."""
+
+    def send_raw(self, topic: str, key: bytes, value: bytes, headers: object) -> None:
+        self.records.append((topic, ("forwarded", headers)))
+
+
+@pytest.mark.parametrize("policy", ["pcores", "running"])
 @pytest.mark.parametrize("job_stream", ["caught up", "one record unread", "task events unread", "assigned elsewhere"])
-def test_the_direct_worker_ticks_when_the_grace_ends_and_releases_only_a_caught_up_job_stream(job_stream: str) -> None:
+def test_the_direct_worker_ticks_when_the_grace_ends_and_releases_only_a_caught_up_job_stream(
+        job_stream: str, policy: str) -> None:
     """The idle tick comes when the grace ends, not at its regular interval (15 s with the default timeout), and
-    the poll in between waits no longer than that."""
+    the poll in between waits no longer than that. Under ``running`` the normaliser also forwards every task event
+    to the ranking, each before any progress mark past it."""
     grace_s = 0.05
-    # pcores: the fake outbox below cannot take the task events a running policy's normaliser forwards
-    settings = Settings(caught_up_grace_s=grace_s, app_id="t", policy="pcores")  # type: ignore[call-arg]
-    sent = Sent()
+    settings = Settings(caught_up_grace_s=grace_s, app_id="t", policy=policy)  # type: ignore[call-arg]
+    sent = Forwarded()
     worker, _ = worker_without_broker(settings, None)  # type: ignore[arg-type]
     worker.predict = None
     worker.normalise = NormaliseHost(settings, 1, sent, behind=worker.job_stream_behind,  # type: ignore[arg-type]
@@ -169,3 +179,13 @@ def test_the_direct_worker_ticks_when_the_grace_ends_and_releases_only_a_caught_
         assert furthest_progress(sent) >= 1_200_000_000  # the boundary no longer waits for the silent job stream
     else:
         assert furthest_progress(sent) == held  # behind, or not known here: the idle timeout (60 s) holds
+    forwarded = [i for i, (_, record) in enumerate(sent.records) if isinstance(record, tuple)]
+    if policy == "pcores":
+        assert not forwarded  # P-Cores ranks summaries: no task event crosses to the ranking
+        return
+    assert len(forwarded) == len(records) - jobs  # every task event, the ones past the held boundary too
+    marks = [(i, record.ts_us) for i, (_, record) in enumerate(sent.records) if isinstance(record, Progress)]
+    task_times = [item.record.ts_us for item in records if item.raw.topic == "task-events"]
+    for at, ts_us in zip(forwarded, task_times, strict=True):
+        # no progress mark past a task event was sent before that event was forwarded
+        assert all(mark <= ts_us for m, mark in marks if m < at)
