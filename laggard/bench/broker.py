@@ -118,6 +118,7 @@ class Workers:
         self.count = count
         self.processes: list[subprocess.Popen[bytes]] = []
         self.logs: list[Path] = []
+        self._log_from: list[int] = []  # where each process's own part of its (appended) log begins
         self.started_wall = 0.0
         # Stall exits restarted, as a supervisor would (``check_alive``), only where asked: a throughput scenario
         # reports them; a latency or equality measurement must not absorb a restart's gap.
@@ -127,6 +128,7 @@ class Workers:
     def start(self) -> None:
         (self.workdir / "pids").mkdir(parents=True, exist_ok=True)
         for index in range(self.count):
+            self._log_from.append(_size(self._log(index)))
             self.processes.append(self._spawn(index))
             self.logs.append(self._log(index))
         self.started_wall = time.time()
@@ -157,6 +159,7 @@ class Workers:
             if self.restart_stalled and process.returncode == STALLED_EXIT and self.restarts < MAX_RESTARTS:
                 self.restarts += 1
                 say(f"worker {process.pid} stalled (exit {STALLED_EXIT}); starting it again, as a supervisor would")
+                self._log_from[index] = _size(log)
                 self.processes[index] = self._spawn(index)
                 continue
             tail = log.read_text(errors="replace")[-1500:]
@@ -164,7 +167,7 @@ class Workers:
 
     def wait_ready(self, timeout_s: float = 120) -> None:
         deadline = time.monotonic() + timeout_s
-        while not all("Worker ready" in log.read_text(errors="replace") for log in self.logs):
+        while not all("Worker ready" in _read_from(log, at) for log, at in zip(self.logs, self._log_from, strict=True)):
             self.check_alive()
             if time.monotonic() > deadline:
                 raise RuntimeError(f"workers of {self.app_id} not ready within {timeout_s:.0f} s; see {self.logs}")
@@ -186,6 +189,17 @@ class Workers:
                 process.kill()
                 process.wait()
             (self.workdir / "pids" / f"worker-{process.pid}").unlink(missing_ok=True)
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def _read_from(path: Path, offset: int) -> str:
+    """The log from ``offset`` on: a restarted worker's own lines, not its predecessor's "Worker ready"."""
+    with open(path, "rb") as log:
+        log.seek(offset)
+        return log.read().decode(errors="replace")
 
 
 def stop_leftovers(workdir: Path) -> list[str]:

@@ -92,7 +92,8 @@ def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_w
 
     marker = tmp_path / "stalled-once"
     stall_once = (f"import pathlib, sys, time\nm = pathlib.Path({str(marker)!r})\n"
-                  "if not m.exists():\n    m.write_text('x'); print('wedged'); sys.exit(75)\ntime.sleep(30)\n")
+                  "if not m.exists():\n    m.write_text('x'); print('Worker ready'); print('wedged'); sys.exit(75)\n"
+                  "time.sleep(30)\n")  # its second life never says it is ready
     monkeypatch.setattr(broker, "LAGGARD", [sys.executable, "-c", stall_once, "--"])
     workers = broker.Workers(tmp_path, Settings(), "bench-test", 1, restart_stalled=True)
     workers.start()
@@ -101,6 +102,8 @@ def test_a_stalled_worker_is_started_again_and_a_crashed_one_ends_the_scenario_w
         workers.check_alive()
         assert workers.restarts == 1 and workers.processes[0].poll() is None
         assert "wedged" in workers.logs[0].read_text()
+        with pytest.raises(RuntimeError, match="not ready"):  # the first life's "Worker ready" does not count
+            workers.wait_ready(timeout_s=1)
     finally:
         workers.stop()
     marker.unlink()  # a scenario that did not ask for restarts (latency, equality) ends at a stall exit too
