@@ -105,12 +105,12 @@ def ranking_cost(nodes: int, partitions: int = 1, periods: int | None = None, ta
     summary_seconds: list[float] = []
     observe_seconds: list[float] = []
     deltas, observed = 0, 0
+    observe = getattr(ranker.detector, "observe", None)
     for i in range(1, fill + periods + 1):
         boundary = i * PERIOD_US
         batch = summaries(boundary, nodes, partitions, slow, tasks_per_node, rng)  # made outside the timing
         placed = tasks_of(boundary, nodes, slow, tasks_per_node, rng) if watches else []
         started = time.perf_counter()
-        observe = getattr(ranker.detector, "observe", None)
         for job, task, node, start, duration in placed:  # in the ranking agent, as they arrive (made here too)
             observe(TaskStart(job, task, 0, node, start))  # type: ignore[misc]
             observe(TaskFinish(job, task, 0, node, start + duration, duration, Status.SUCCEEDED))  # type: ignore[misc]

@@ -87,13 +87,10 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
     effect_all = np.stack(effects)
     numbers = np.stack([top, z_all[at, best_of], effect_all[at, best_of],
                         np.stack([c[0] for c in cols])[at, best_of]], axis=1).astype(np.float64)
-    best, score = at.tolist(), top.tolist()
-    z_rows, effect_rows = z_all.tolist(), effect_all.tolist()
-    task_rows = [c[0].tolist() for c in cols]
+    rows = numbers.tolist()  # the words are made of these numbers and nothing else
 
     def words(j: int) -> tuple[float, str]:
-        k = best[j]
-        return score[j], (f"not clearly slow: at most z {z_rows[k][j]:+.1f}, effect {effect_rows[k][j]:+.2f} "
-                          f"over {task_rows[k][j]} tasks")
+        score, z, effect, tasks = rows[j]
+        return score, f"not clearly slow: at most z {z:+.1f}, effect {effect:+.2f} over {int(tasks)} tasks"
 
     return could.tolist(), words, numbers
