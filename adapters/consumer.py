@@ -141,7 +141,7 @@ class BlacklistConsumer:
                 if self.once and all(consumer.position(tp) >= end[tp] for tp in partitions):
                     return
         finally:
-            consumer.close()
+            kafka_clients.close_quietly(consumer)
 
     def _check_health(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         """Beat, and every few seconds judge the lag on the delta partitions (streams.health)."""
