@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,8 @@ from streams.core.ranking_config import RankingConfig
 # 2: summaries beside single samples (issue 18); an older snapshot means a cold start.
 SNAPSHOT_VERSION = 2
 FeedRecord = NodeSummary | NormalizedTask
+_moment_row = operator.attrgetter(*(f.name for f in dataclasses.fields(NodeMoments)))  # astuple's, not deep-copied
+_sample_row = operator.attrgetter(*(f.name for f in dataclasses.fields(NormalizedTask)))
 
 
 def boundary_at_or_before(ts_us: int, period_us: int) -> int:
@@ -252,11 +255,12 @@ class RankStage:
 
 
 def _record_row(record: FeedRecord) -> tuple[str, list[Any]]:
+    # Fields read directly: ``dataclasses.astuple`` deep-copies each value, and was most of the ranking's
+    # checkpoint on two bench workers (py-spy, session 20); the rows are the same.
     if isinstance(record, NodeSummary):
         head = [record.partition, record.partitions, record.boundary_us, record.bucket_width_us]
-        return "summary", [*head, [dataclasses.astuple(m) for m in record.added],
-                           [dataclasses.astuple(m) for m in record.removed]]
-    return "sample", [getattr(record, f.name) for f in dataclasses.fields(record)]
+        return "summary", [*head, [_moment_row(m) for m in record.added], [_moment_row(m) for m in record.removed]]
+    return "sample", list(_sample_row(record))
 
 
 def _record_from_row(kind: str, row: list[Any]) -> FeedRecord:
