@@ -178,6 +178,8 @@ class DirectWorker:
                         if polled:
                             self.process(polled)
                         self.tick()
+                        if overdue := self.checkpoints.spacing.overdue(time.monotonic()):  # came due too soon before
+                            self.checkpoint(overdue)
                         self.settle()
                 clean = True
             finally:
@@ -202,6 +204,8 @@ class DirectWorker:
             for host in (self.normalise, self.predict):
                 if host is not None and partition in host.slots and host.take(partition, batch):
                     due.append(host.slots[partition])
+        due = self.checkpoints.spacing.ready(due, time.monotonic())
+        # the ranking spaces its own (RankHost: publications, and at once a ranking made without an idle partition)
         if feed and self.rank is not None and 0 in self.rank.slots and self.rank.take(feed, self.working):
             due.append(self.rank.slots[0])
         if due:
@@ -269,9 +273,14 @@ class DirectWorker:
     def checkpoint(self, due: Iterable[Slot[Any]]) -> None:
         """Queue the checkpoints of ``due``: sent once the broker acknowledged every output so far, their offsets
         committed once they are acknowledged themselves (``settle``); the loop goes on meanwhile."""
+        self.queue(due)
+        self.settle()
+
+    def queue(self, due: Iterable[Slot[Any]]) -> None:
+        due = list(due)
         for slot in due:
             self.checkpoints.queue(slot, pack(slot.state.snapshot(), slot.offsets))
-        self.settle()
+        self.checkpoints.spacing.queued(due, time.monotonic())
 
     def settle(self) -> None:
         """Move the queued checkpoints on without waiting; commit the offsets of those acknowledged."""
@@ -281,8 +290,7 @@ class DirectWorker:
     def checkpoint_now(self, due: Iterable[Slot[Any]]) -> None:
         """``checkpoint``, waiting until every queued checkpoint is acknowledged and committing (a rebalance, a
         stop)."""
-        for slot in due:
-            self.checkpoints.queue(slot, pack(slot.state.snapshot(), slot.offsets))
+        self.queue(due)
         self.checkpoints.drain()
         self.commit()
 
