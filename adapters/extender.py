@@ -294,7 +294,7 @@ class StatusFeed:
         for topic in (TASK_EVENTS.name, NODE_SAMPLES.name):
             found = consumer.partitions_for_topic(topic)
             if not found:
-                consumer.close()
+                kafka_clients.close_quietly(consumer)  # the one line below, not kafka-python's cancelled refresh
                 raise TopicMissing(f"topic {topic} does not exist at {self.settings.bootstrap_servers} "
                                    "(start the worker, or `laggard topics create`)")
             partitions += [TopicPartition(topic, p) for p in sorted(found)]
@@ -312,7 +312,7 @@ class StatusFeed:
     def _run(self) -> None:
         import time
 
-        from streams import metrics
+        from streams import kafka_clients, metrics
         from streams.serde import codec
 
         saved_at = time.monotonic()
@@ -333,7 +333,7 @@ class StatusFeed:
             if self.state_path is not None and self.live.changed and time.monotonic() - saved_at >= self.save_every_s:
                 self.live.save(self.state_path)
                 saved_at = time.monotonic()
-        self._consumer.close()
+        kafka_clients.close_quietly(self._consumer)
         if self.state_path is not None:
             self.live.save(self.state_path)
 
