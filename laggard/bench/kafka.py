@@ -31,7 +31,7 @@ from laggard.bench.latency import live_latency
 from producers.sink import compression_type
 from streams import kafka_clients
 from streams.config import SECOND_US, partition_for
-from streams.core.events import Event, JobFinish, JobStart, Progress
+from streams.core.events import Event, JobFinish, JobStart, NodeScore, Progress
 from streams.serde import codec
 from streams.serde import topics as registry
 from streams.settings import Settings
@@ -112,7 +112,8 @@ def sustained(marks: list[tuple[int, int]], started_ms: float) -> tuple[float, s
 
 
 class ProgressWatch:
-    """How many pre-loaded events the workers have processed, from the Progress marks on ranking-feed.
+    """How many pre-loaded events the workers have normalised, from the Progress marks on ranking-feed, and how
+    many the ranking has ranked, from the window ends of the node scores it publishes.
 
     A normalising partition publishes Progress(partition, watermark) each time its event time passes a
     ranking boundary; by then it has processed every event of its partition at or before the watermark. With
@@ -120,6 +121,12 @@ class ProgressWatch:
     events at the mark's broker timestamp. Events after a partition's last boundary never show; a partition
     is done when it reached that boundary. (Committed offsets would do too, but the worker commits only at
     its agents' checkpoints, and the prediction agent checkpoints every 2000 events of a partition.)
+
+    The ranking ranks boundary B once every partition's marks passed it, so an event before B is through the whole
+    pipeline once a node score of the window ending at B is out (a ranking publishes the scores that changed: on
+    Google's thousands of nodes, every period). In a catch-up the worker reads ranking-feed behind its task
+    partitions, so the marks count events the ranking has not yet seen (session 20: a one-worker run ended with the
+    ranking about half way); ``ranked_marks`` count the whole pipeline.
     """
 
     def __init__(self, settings: Settings, events: list[Event], period_us: int) -> None:
@@ -131,16 +138,35 @@ class ProgressWatch:
                         for p, ts in self.times.items()}  # fmt: skip
         self.watermarks: dict[int, int] = {}
         self.marks: list[tuple[int, int]] = []  # (broker ms, processed) at each mark
+        # the last boundary the ranking can rank: every partition's last (the ranking waits for the slowest)
+        self.last_boundary = min(((ts[-1] // period_us) * period_us for ts in self.times.values() if ts), default=0)
+        self.ranked_us = -1  # the latest window end of a node score
+        self.ranked_marks: list[tuple[int, int]] = []  # (broker ms, ranked) at each later window end
         self.consumer = kafka_clients.consumer(settings)
-        self.consumer.assign([TopicPartition(registry.RANKING_FEED.name, 0)])
+        scores = registry.NODE_SCORES.name
+        self.consumer.assign([TopicPartition(registry.RANKING_FEED.name, 0)] + [
+            TopicPartition(scores, p) for p in sorted(self.consumer.partitions_for_topic(scores) or ())])
 
     def poll(self) -> None:
         for records in self.consumer.poll(timeout_ms=200, max_records=10_000).values():
             for record in records:
-                mark = codec.decode(record.value)
-                if isinstance(mark, Progress):
-                    self.watermarks[mark.partition] = max(mark.ts_us, self.watermarks.get(mark.partition, -1))
+                decoded = codec.decode(record.value)
+                if isinstance(decoded, Progress):
+                    self.watermarks[decoded.partition] = max(decoded.ts_us,
+                                                             self.watermarks.get(decoded.partition, -1))
                     self.marks.append((record.timestamp, self.processed))
+                elif isinstance(decoded, NodeScore) and decoded.window_end_us > self.ranked_us:
+                    self.ranked_us = decoded.window_end_us
+                    self.ranked_marks.append((record.timestamp, self.ranked))
+
+    @property
+    def ranked(self) -> int:
+        """Events before the last boundary ranked (every partition's)."""
+        return sum(bisect.bisect_left(ts, self.ranked_us) for ts in self.times.values()) if self.ranked_us >= 0 else 0
+
+    @property
+    def ranking_done(self) -> bool:
+        return self.ranked_us >= self.last_boundary
 
     @property
     def counted_marks(self) -> list[tuple[int, int]]:
@@ -160,13 +186,14 @@ class ProgressWatch:
 
 
 def watch(settings: Settings, workers: Workers, events: list[Event], window_s: float) -> dict[str, Any]:
-    """Follow the workers' progress until they are done, ``window_s`` has passed since their first mark, or
-    no mark came for ``idle_s``; the sustained rate is measured between the first and the last counted mark
-    (see ``sustained``)."""
+    """Follow the workers' progress until they and their ranking are done, ``window_s`` has passed since their first
+    mark, or neither a mark nor a ranking came for ``idle_s``; the sustained rates are measured between the first
+    and the last counted mark, and the first and the last ranking (see ``sustained``). CPU is counted to the end of
+    the watch: the ranking's catch-up included."""
     progress = ProgressWatch(settings, events, round(settings.ranking_period_s * SECOND_US))
     idle_s = min(60.0, max(8.0, window_s / 2))  # long enough to sit out a rebalance of two workers
     try:
-        while not progress.done:
+        while not (progress.done and progress.ranking_done):
             workers.check_alive()
             progress.poll()
             now_ms = time.time() * 1000
@@ -179,7 +206,7 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
                     raise RuntimeError(f"workers of {workers.app_id} processed none of the pre-loaded events "
                                        "within 180 s by their progress marks")
                 continue
-            first_ms, last_ms = counted[0][0], counted[-1][0]
+            first_ms, last_ms = counted[0][0], max([counted[-1][0], *(ms for ms, _ in progress.ranked_marks[-1:])])
             if now_ms - first_ms >= window_s * 1000 or now_ms - last_ms >= idle_s * 1000:
                 break
     finally:
@@ -193,7 +220,8 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
     seconds = t1 / 1000 - workers.started_wall
     per_s, basis = sustained(counted, workers.started_wall * 1000)
     cpu = [c for c in usage["cpu_seconds"] if c is not None]
-    return {"workers": workers.count, "partitions": PARTITIONS, "events": len(events), "processed": c1,
+    return {**ranked_figures(progress, t1, workers.started_wall),
+            "workers": workers.count, "partitions": PARTITIONS, "events": len(events), "processed": c1,
             "finished": progress.done, "marks": len(progress.marks), "seconds_from_start": seconds,
             "startup_seconds": t0 / 1000 - workers.started_wall,
             "sustained_per_s": per_s, "sustained_basis": basis,
@@ -205,6 +233,18 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
             # after a restart the CPU, CPU % and peak memory figures count the restarted worker's second life only
             "restarts": workers.restarts,
             "worker_peak_mb": usage["peak_mb"]}  # fmt: skip
+
+
+def ranked_figures(progress: ProgressWatch, normalised_ms: int, started_wall: float) -> dict[str, Any]:
+    """The whole pipeline's figures: events ranked, at what sustained rate, and how long after the last counted
+    mark the last ranking came (the ranking's lag behind the normalising at the end of a catch-up)."""
+    marks = counted(progress.ranked_marks)
+    if not marks:
+        return {"ranked": 0, "ranking_finished": False, "ranked_sustained_per_s": None, "ranked_basis": None,
+                "ranking_lag_s": None}
+    per_s, basis = sustained(marks, started_wall * 1000)
+    return {"ranked": marks[-1][1], "ranking_finished": progress.ranking_done, "ranked_sustained_per_s": per_s,
+            "ranked_basis": basis, "ranking_lag_s": (marks[-1][0] - normalised_ms) / 1000}
 
 
 def scenario(workdir: Path, settings: Settings, events: list[Event], records: list[tuple[str, bytes, bytes]],

@@ -41,6 +41,9 @@ FIGURES = [
     "kafka.direct.one_worker.processed_per_worker_cpu_s", "kafka.direct.two_workers.sustained_per_s",
     "kafka.direct.latency.ranking.finish_to_output.p99_s", "ratios.direct_one_worker_to_consume_floor",
     "ratios.direct_two_workers_over_one",
+    # through the whole pipeline: events ranked, not only normalised (kafka.ProgressWatch)
+    "kafka.one_worker.ranked_sustained_per_s", "kafka.direct.one_worker.ranked_sustained_per_s",
+    "kafka.direct.two_workers.ranked_sustained_per_s", "ratios.direct_one_worker_ranked_to_consume_floor",
     # the statistics role alone (prediction deployed apart), its consume floor measured beside it
     "kafka.direct.statistics_one_worker.sustained_per_s", "kafka.direct.statistics_one_worker.to_consume_floor",
 ]  # fmt: skip
@@ -75,7 +78,10 @@ def test_bench_prints_one_document_with_every_figure_positive(tiny_run: Any) -> 
     assert document["kafka"]["latency"]["definition"], "the latency says how it is measured"
     assert {target["name"] for target in document["ratios"]["targets"]} >= {
         "statistics + ranking / Avro codec decode", "nurd-batch / nurd cost per checkpoint",
-        "one worker / raw consume", "two workers / one worker"}  # fmt: skip
+        "one worker, ranked / raw consume", "two workers / one worker, ranked"}  # fmt: skip
+    for scenario in ("one_worker", "two_workers"):  # the watch waited for the ranking, not the marks alone
+        run = document["kafka"]["direct"][scenario]
+        assert run["ranked"] > 0, run
 
 
 def test_bench_measures_the_ranking_at_scale_under_both_policies(tiny_run: Any) -> None:
