@@ -243,8 +243,9 @@ def ranked_figures(progress: ProgressWatch, normalised_ms: int, started_wall: fl
         return {"ranked": 0, "ranking_finished": False, "ranked_sustained_per_s": None, "ranked_basis": None,
                 "ranking_lag_s": None}
     per_s, basis = sustained(marks, started_wall * 1000)
-    return {"ranked": marks[-1][1], "ranking_finished": progress.ranking_done, "ranked_sustained_per_s": per_s,
-            "ranked_basis": basis, "ranking_lag_s": (marks[-1][0] - normalised_ms) / 1000}
+    done = progress.ranking_done  # a ranking cut off by the window has no lag to tell yet
+    return {"ranked": marks[-1][1], "ranking_finished": done, "ranked_sustained_per_s": per_s,
+            "ranked_basis": basis, "ranking_lag_s": (marks[-1][0] - normalised_ms) / 1000 if done else None}
 
 
 def scenario(workdir: Path, settings: Settings, events: list[Event], records: list[tuple[str, bytes, bytes]],

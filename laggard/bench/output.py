@@ -85,9 +85,11 @@ def ratios(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ranked(scenario: dict[str, Any]) -> float | None:
-    """Events per second through the whole pipeline (ranked), None from a bench before session 20."""
+    """Events per second through the whole pipeline (ranked); None when the ranking did not rank the last
+    boundary before the watch ended (its rate then says how long the feed waited, not the ranking's pace: two
+    such Faust rankings once made "two workers / one worker" 5x), and from a bench before session 20."""
     value = scenario.get("ranked_sustained_per_s")
-    return None if value is None else float(value)
+    return None if value is None or not scenario.get("ranking_finished") else float(value)
 
 
 def _target(name: str, value: float | None, floor: float, unit: str) -> dict[str, Any]:

@@ -41,9 +41,9 @@ FIGURES = [
     "kafka.direct.one_worker.processed_per_worker_cpu_s", "kafka.direct.two_workers.sustained_per_s",
     "kafka.direct.latency.ranking.finish_to_output.p99_s", "ratios.direct_one_worker_to_consume_floor",
     "ratios.direct_two_workers_over_one",
-    # through the whole pipeline: events ranked, not only normalised (kafka.ProgressWatch)
-    "kafka.one_worker.ranked_sustained_per_s", "kafka.direct.one_worker.ranked_sustained_per_s",
-    "kafka.direct.two_workers.ranked_sustained_per_s", "ratios.direct_one_worker_ranked_to_consume_floor",
+    # through the whole pipeline: events ranked, not only normalised (kafka.ProgressWatch; the Faust ranking may
+    # still be behind when the tiny run's 10 s window ends, and then has no rate to compare: output._ranked)
+    "kafka.direct.one_worker.ranked_sustained_per_s", "kafka.direct.two_workers.ranked_sustained_per_s",
     # the statistics role alone (prediction deployed apart), its consume floor measured beside it
     "kafka.direct.statistics_one_worker.sustained_per_s", "kafka.direct.statistics_one_worker.to_consume_floor",
 ]  # fmt: skip
