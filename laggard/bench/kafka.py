@@ -144,8 +144,10 @@ class ProgressWatch:
         self.ranked_marks: list[tuple[int, int]] = []  # (broker ms, ranked) at each later window end
         self.consumer = kafka_clients.consumer(settings)
         scores = registry.NODE_SCORES.name
+        if kafka_clients.await_partitions(self.consumer, (scores,)):  # else nothing would ever count as ranked
+            raise RuntimeError(f"the broker's metadata names no partition of {scores} after 30 s")
         self.consumer.assign([TopicPartition(registry.RANKING_FEED.name, 0)] + [
-            TopicPartition(scores, p) for p in sorted(self.consumer.partitions_for_topic(scores) or ())])
+            TopicPartition(scores, p) for p in sorted(self.consumer.partitions_for_topic(scores))])
 
     def poll(self) -> None:
         for records in self.consumer.poll(timeout_ms=200, max_records=10_000).values():
