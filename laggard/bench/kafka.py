@@ -167,6 +167,11 @@ class ProgressWatch:
         return sum(bisect.bisect_left(ts, self.ranked_us) for ts in self.times.values()) if self.ranked_us >= 0 else 0
 
     @property
+    def last_ranked_ms(self) -> int:
+        """The broker time of the last ranking seen (-1 before any)."""
+        return self.ranked_marks[-1][0] if self.ranked_marks else -1
+
+    @property
     def ranking_done(self) -> bool:
         return self.ranked_us >= self.last_boundary
 
@@ -208,7 +213,7 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
                     raise RuntimeError(f"workers of {workers.app_id} processed none of the pre-loaded events "
                                        "within 180 s by their progress marks")
                 continue
-            first_ms, last_ms = counted[0][0], max([counted[-1][0], *(ms for ms, _ in progress.ranked_marks[-1:])])
+            first_ms, last_ms = counted[0][0], max(counted[-1][0], progress.last_ranked_ms)
             if now_ms - first_ms >= window_s * 1000 or now_ms - last_ms >= idle_s * 1000:
                 break
     finally:
