@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,16 +29,32 @@ log = logging.getLogger(__name__)
 KafkaRecord = Any  # kafka-python's ConsumerRecord: a namedtuple the library does not type
 
 
+_quiet = threading.Lock()
+_quiet_closers = 0  # clients being closed quietly now, in any thread
+_quiet_level = logging.NOTSET  # the kafka logger's level before the first of them
+
+
 def close_quietly(client: Any) -> None:
     """Close a client on purpose without kafka-python's ERROR for the requests the close cancels ("Metadata refresh:
-    failed Cancelled"): an operator reading a one-line error must not get a second, spurious one (seen in CI)."""
+    failed Cancelled"): an operator reading a one-line error must not get a second, spurious one (seen in CI).
+
+    The kafka logger is raised while any such close runs and restored when the last one ends: two threads closing at
+    once (the adapter's and the extender's consumers) must not leave it silenced for good, as saving and restoring
+    the level per call would when the closes overlap."""
+    global _quiet_closers, _quiet_level
     logger = logging.getLogger("kafka")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    with _quiet:
+        if _quiet_closers == 0:
+            _quiet_level = logger.level
+            logger.setLevel(logging.CRITICAL)
+        _quiet_closers += 1
     try:
         client.close()
     finally:
-        logger.setLevel(level)
+        with _quiet:
+            _quiet_closers -= 1
+            if _quiet_closers == 0:
+                logger.setLevel(_quiet_level)
 
 
 def probe(bootstrap: str, timeout_s: float = 3.0) -> None:
