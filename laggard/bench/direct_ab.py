@@ -43,7 +43,7 @@ from streams.settings import Settings
 
 # Runs in the variant's tree: only what every version of the direct engine has (DirectWorker, EVENTS_IN).
 CHILD = r"""
-import importlib, json, sys, threading, time
+import importlib, json, sys, time
 from streams import metrics
 from streams.settings import Settings
 config = json.loads(sys.argv[1])
@@ -65,14 +65,18 @@ def so_far():
     return read, fed, by_reader.get("rank_nodes", 0)
 worker = DirectWorker(settings, config["partitions"])
 ranks = getattr(worker, "rank", None) is not None
-def stop_when_done():
-    while True:
-        read, fed, ranked = so_far()
-        if read >= config["events"] and (not ranks or (fed > 0 and ranked >= fed)):
-            break
-        time.sleep(0.05)
-    worker.stopping = True  # after the batch it is in: the last ranking included
-threading.Thread(target=stop_when_done, daemon=True).start()
+def done():
+    read, fed, ranked = so_far()
+    return read >= config["events"] and (not ranks or (fed > 0 and ranked >= fed))
+# Judged in the worker's own loop, after each batch's processing (tick follows process): judged from another
+# thread, it could see the last inputs read but not yet processed, the ranking level with a feed that lacked their
+# marks, and stop the worker before any ranking (seen with forwarded batches, whose feed the ranking keeps up with).
+tick = worker.tick
+def tick_then_judge():
+    tick()
+    if done():
+        worker.stopping = True  # the loop ends here: every feed record sent was read and processed
+worker.tick = tick_then_judge
 wall, cpu = time.perf_counter(), time.process_time()
 worker.run()
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu

@@ -33,7 +33,6 @@ import hashlib
 import itertools
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -66,15 +65,17 @@ def run_worker(settings: Settings, total: int, role: str = "statistics") -> dict
     worker = DirectWorker(settings.model_copy(update={"worker_role": role}), PARTITIONS)
     start = _counts()
 
-    def stop_when_ranked() -> None:
-        while True:
-            read, fed, ranked = (now - before for now, before in zip(_counts(), start, strict=True))
-            if read >= total and fed > 0 and ranked >= fed:
-                break
-            time.sleep(0.1)
-        worker.stopping = True  # the loop ends after the batch it is in: the last ranking included
+    tick = worker.tick
 
-    threading.Thread(target=stop_when_ranked, daemon=True).start()
+    def tick_then_judge() -> None:
+        # In the worker's loop after each batch's processing: from a thread of its own, the check could see the last
+        # inputs read but not processed, the ranking level with a feed still lacking their marks, and stop early.
+        tick()
+        read, fed, ranked = (now - before for now, before in zip(_counts(), start, strict=True))
+        if read >= total and fed > 0 and ranked >= fed:
+            worker.stopping = True  # the loop ends here: the last ranking included
+
+    worker.tick = tick_then_judge  # type: ignore[method-assign]
     wall, cpu = time.perf_counter(), time.process_time()
     worker.run()
     return {"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall}
