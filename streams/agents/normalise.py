@@ -24,11 +24,12 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
+from streams.agents.records import forwarded_batches
 from streams.core.events import Event, TaskEvent
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage
 from streams.serde import codec
-from streams.serde.topics import JOB_EVENTS, TASK_EVENTS, source_header
+from streams.serde.topics import JOB_EVENTS, TASK_EVENTS
 from streams.wiring import Wiring
 
 CHECKPOINT_EVERY = 5000  # events at most between checkpoints, to bound what is held un-acked
@@ -72,13 +73,14 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         if emitted.progress is not None:
             outputs.track(await send(wiring.ranking_feed, wiring.cluster_id, emitted.progress))
 
-    async def forward(event: RawEvent) -> None:
-        # A valid task event to the ranking's detector, before the marks processing it leads to: every event of a
-        # partition before a boundary is on the feed before the partition's mark past it. The bytes as read, with
-        # their place on task-events (the ranking drops what a restart forwards again).
-        message = event.message
-        outputs.track(await send_raw(wiring.ranking_feed, feed_key, cast(bytes, message.value),  # it decoded
-                                     source_header(message.topic, message.partition, message.offset)))
+    async def forward(events: list[RawEvent]) -> None:
+        # Valid task events to the ranking's detector, before the marks processing them leads to: every event of a
+        # partition before a boundary is on the feed before the partition's mark past it. The bytes as read, in
+        # TaskEventBatch records that name where (the ranking drops what a restart forwards again).
+        read = ((e.message.topic, e.message.partition, e.message.offset, cast(bytes, e.message.value))  # it decoded
+                for e in events)
+        for value in forwarded_batches(read):
+            outputs.track(await send_raw(wiring.ranking_feed, feed_key, value))
 
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
         stage = slot.state
@@ -94,15 +96,18 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     async def normalise_tasks(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "normalise_tasks", wiring.progress):
             async with lock:
-                by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event]]] = {}
+                by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event], list[RawEvent]]] = {}
                 for event in batch:
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
                     if admitted is not None:
+                        _, events, forwarded = by_partition.setdefault(admitted.slot.partition,
+                                                                       (admitted.slot, [], []))
+                        events.append(admitted.record)
                         if forwards and isinstance(admitted.record, TaskEvent):
-                            await forward(event)
-                        by_partition.setdefault(admitted.slot.partition, (admitted.slot, []))[1].append(admitted.record)
-                for slot, events in by_partition.values():
+                            forwarded.append(event)
+                for slot, events, forwarded in by_partition.values():
+                    await forward(forwarded)
                     await step(stream, slot, events)
 
     async def release_all() -> None:

@@ -21,7 +21,7 @@ from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStr
 from streams.agents.common import send
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
 from streams.agents.records import RepeatsLog, published
-from streams.core.events import Progress, TaskEvent
+from streams.core.events import Progress, TaskEvent, TaskEventBatch
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
@@ -109,7 +109,9 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
                         slot = admitted.slot
-                        if isinstance(admitted.record, TaskEvent):  # forwarded
+                        if isinstance(admitted.record, TaskEventBatch):  # forwarded
+                            repeats += slot.state.stage.observe_batch(admitted.record)
+                        elif isinstance(admitted.record, TaskEvent):  # forwarded one by one, before the batches
                             repeats += not slot.state.stage.observe(admitted.record, source_of(event.message.headers))
                         else:
                             publications += await ranked(slot.state, admitted.record, event, wiring.progress)

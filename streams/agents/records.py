@@ -15,15 +15,20 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import TypeVar, cast
 
 from streams import metrics
 from streams.core.events import DeadLetter, Event, validate
 from streams.core.publication import Publication
+from streams.serde import codec
 from streams.serde import topics as registry
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+# A forwarded batch's events at most this many bytes (as read): well under a broker's default 1 MB message limit
+# and a producer's default request size; ~4,500 Google task events.
+FORWARD_MAX_BYTES = 256 * 1024
 
 
 def reason_to_refuse(record: object, expected: tuple[type[R], ...], topic: str) -> str | None:
@@ -83,3 +88,33 @@ class RepeatsLog:
             log.info("%d task events forwarded to the ranking again (a restart, a rebalance or a retry): already "
                      "seen, dropped", self.count)
             self.count, self._next = 0, now + self.every_s
+
+
+def forwarded_batches(read: Iterable[tuple[str, int, int, bytes]]) -> list[bytes]:
+    """The ``TaskEventBatch`` records forwarding ``read``: valid task events as (topic, partition, offset, value),
+    in the order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of events, in
+    that order (the ranking drops an event at or before the last offset it took from the same source).
+
+    >>> from streams.core.events import TaskStart
+    >>> value = codec.encode(TaskStart("j", "t", 0, "n1", 5))
+    >>> batches = forwarded_batches([("task-events", 1, 7, value), ("task-events", 1, 9, value),
+    ...                              ("job-events", 1, 4, value)])
+    >>> [(b.source, b.offsets) for b in map(codec.decode, batches)]
+    [('task-events:1', (7, 9)), ('job-events:1', (4,))]
+    """
+    out: list[bytes] = []
+    offsets: list[int] = []
+    values: list[bytes] = []
+    source, size = "", 0
+    for topic, partition, offset, value in read:
+        here = f"{topic}:{partition}"
+        if values and (here != source or size + len(value) > FORWARD_MAX_BYTES):
+            out.append(codec.encode_forwarded(source, offsets, values))
+            offsets, values, size = [], [], 0
+        source = here
+        offsets.append(offset)
+        values.append(value)
+        size += len(value)
+    if values:
+        out.append(codec.encode_forwarded(source, offsets, values))
+    return out

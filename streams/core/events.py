@@ -12,6 +12,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -151,6 +152,17 @@ class NodeSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskEventBatch:
+    """Valid task events of one input partition (``source``: ``topic:partition``), forwarded to a ranking whose
+    detector watches them in one feed record, in the order read, each with its offset there (issue 18: one record
+    per event made the feed's produce, fetch and decode most of the ranking's cost per event)."""
+
+    source: str
+    offsets: tuple[int, ...]
+    events: tuple[TaskEvent, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NodeScore:
     """Window statistics of one node's z-values; the interval is absent for n < 2."""
 
@@ -259,10 +271,12 @@ class BlacklistSnapshot:
         return frozenset(entry.node_id for entry in self.nodes)
 
 
-def validate(event: Event | NodeSummary) -> str | None:
+def validate(event: Event | NodeSummary | TaskEventBatch) -> str | None:
     """Return why ``event`` is invalid (SPEC 2), or None when it is valid."""
     if isinstance(event, NodeSummary):
         return _summary_problem(event)
+    if isinstance(event, TaskEventBatch):
+        return _batch_problem(event)
     if event.ts_us < 0:
         return f"negative ts_us: {event.ts_us}"
     if isinstance(event, TaskFinish):
@@ -289,6 +303,23 @@ def validate(event: Event | NodeSummary) -> str | None:
             return f"negative attempt: {event.attempt}"
     if isinstance(event, JobStart) and event.declared_tasks is not None and event.declared_tasks < 0:
         return f"negative declared_tasks: {event.declared_tasks}"
+    return None
+
+
+def _batch_problem(batch: TaskEventBatch) -> str | None:
+    """The batch's shape; each event was validated when its normaliser admitted it, and is again here (a feed is
+    read by one ranking, whose detector must not take what its source would have refused)."""
+    if len(batch.offsets) != len(batch.events):
+        return f"{len(batch.offsets)} offsets for {len(batch.events)} forwarded task events"
+    offsets = batch.offsets
+    if any(later <= earlier for earlier, later in itertools.pairwise(offsets)) or min(offsets, default=0) < 0:
+        return f"forwarded task events' offsets do not increase from 0 or more: {offsets[:3]}..."
+    for event in batch.events:
+        if not isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
+            return f"a {type(event).__name__} among forwarded task events"
+        problem = validate(event)
+        if problem is not None:
+            return f"forwarded task event at {batch.source}: {problem}"
     return None
 
 

@@ -38,6 +38,7 @@ from streams.core.events import (
     NormalizedTask,
     Progress,
     TaskEvent,
+    TaskEventBatch,
 )
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
@@ -124,6 +125,21 @@ class RankStage:
                                                                or event.ts_us < self._first_observed):
             self._first_observed = event.ts_us
         return True
+
+    def observe_batch(self, batch: TaskEventBatch) -> int:
+        """``observe`` for each event of a forwarded batch, with its source and offset; how many were repeats.
+
+        >>> from streams.core.events import TaskStart
+        >>> rank = RankStage(RankingConfig(policy="running"), partitions=1)
+        >>> starts = tuple(TaskStart("j", f"t{k}", 0, "n1", 5) for k in range(3))
+        >>> rank.observe_batch(TaskEventBatch("task-events:0", (7, 8, 9), starts))
+        0
+        >>> rank.observe_batch(TaskEventBatch("task-events:0", (8, 9, 10), starts)), rank.observed
+        (2, 4)
+        """
+        observe, source = self.observe, batch.source
+        return sum(not observe(event, (source, offset)) for offset, event in zip(batch.offsets, batch.events,
+                                                                                 strict=True))
 
     def progress(self, mark: Progress) -> list[RankResult]:
         """Record a partition's progress; rank every boundary that all partitions have now passed."""

@@ -23,9 +23,9 @@ from streams.agents.idle_rules import (
     warn_if_flags_may_never_come,
     warn_once_if_waiting,
 )
-from streams.agents.records import RepeatsLog, dead_letter, published, reason_to_refuse
+from streams.agents.records import RepeatsLog, dead_letter, forwarded_batches, published, reason_to_refuse
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
-from streams.core.events import Event, StragglerPrediction, TaskEvent
+from streams.core.events import Event, StragglerPrediction, TaskEvent, TaskEventBatch
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
@@ -144,6 +144,7 @@ class NormaliseHost(Host[NormalizeStage]):
     def take(self, partition: int, batch: list[Decoded]) -> bool:
         slot = self.slots[partition]
         events: list[Event] = []
+        forwarded: list[Any] = []
         for item in batch:
             if self.fresh(slot, item):
                 if item.record is None:
@@ -151,9 +152,10 @@ class NormaliseHost(Host[NormalizeStage]):
                 else:
                     events.append(item.record)
                     if self.forwards and isinstance(item.record, TaskEvent):
-                        self.forward(item)
+                        forwarded.append(item.raw)
         if not events:
             return False
+        self.forward(forwarded)
         stage = slot.state
         emitted = stage.process_batch(events)
         released = release_job_stream_if_idle(self.idle, stage)
@@ -168,13 +170,13 @@ class NormaliseHost(Host[NormalizeStage]):
         # records: about one held event written per record read, whatever the buffer holds.
         return due and slot.held >= stage.pending
 
-    def forward(self, item: Decoded) -> None:
-        """A valid task event to the ranking's detector, before the marks processing it leads to (so every event
-        of a partition before a boundary is on the feed before the partition's mark past it); the bytes as read,
-        with their place on task-events (``source_header``: the ranking drops what a restart forwards again)."""
-        raw = item.raw
-        self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, raw.value,
-                             registry.source_header(raw.topic, raw.partition, raw.offset))
+    def forward(self, raws: list[Any]) -> None:
+        """Valid task events to the ranking's detector, before the marks processing them leads to (so every event
+        of a partition before a boundary is on the feed before the partition's mark past it): the bytes as read,
+        in ``TaskEventBatch`` records that name where (``forwarded_batches``: the ranking drops what a restart
+        forwards again)."""
+        for value in forwarded_batches((raw.topic, raw.partition, raw.offset, raw.value) for raw in raws):
+            self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, value)
 
     def emit(self, emitted: Emitted) -> None:
         # Final values once each to node-samples; the ranking gets the summaries, then the progress mark.
@@ -291,7 +293,9 @@ class RankHost(Host[PublishedRanking]):
                 continue
             admitted = True
             record = item.record
-            if isinstance(record, TaskEvent):
+            if isinstance(record, TaskEventBatch):
+                repeats += ranking.stage.observe_batch(record)
+            elif isinstance(record, TaskEvent):  # forwarded one by one, by a worker before the batches
                 repeats += not ranking.stage.observe(record, registry.source_of(item.raw.headers))
             else:
                 publications += ranking.take(record)

@@ -49,6 +49,7 @@ RECORD_TYPES: tuple[type, ...] = (
     ev.Progress,
     ev.NodeMoments,
     ev.NodeSummary,
+    ev.TaskEventBatch,
     ev.NodeScore,
     ev.NodeClass,
     ev.StragglerPrediction,
@@ -124,6 +125,8 @@ def _mappers(record_type: type) -> tuple[Callable[[Any], dict[str, Any]], Callab
             return data
 
         return checkpoint_to, plain_from
+    if record_type is ev.TaskEventBatch:
+        return _batch_mappers()
     if record_type in (ev.BlacklistDelta, ev.BlacklistSnapshot, ev.NodeSummary):
         lists = ("nodes",) if record_type is ev.BlacklistSnapshot else ("added", "removed")
         item_types: dict[str, type] = (
@@ -143,6 +146,19 @@ def _mappers(record_type: type) -> tuple[Callable[[Any], dict[str, Any]], Callab
 
         return nested_to, nested_from
     return plain_to, plain_from
+
+
+def _batch_mappers() -> tuple[Callable[[Any], dict[str, Any]], Callable[[dict[str, Any]], Any]]:
+    """A batch's events travel as their own single-object encodings (``encode_forwarded`` writes the bytes a
+    normaliser read, not encoded again); ``streams.serde.fast_decode`` reads them faster than this does."""
+
+    def batch_to(obj: Any) -> dict[str, Any]:
+        return {"source": obj.source, "offsets": list(obj.offsets), "events": [encode(e) for e in obj.events]}
+
+    def batch_from(data: dict[str, Any]) -> Any:
+        return ev.TaskEventBatch(data["source"], tuple(data["offsets"]), tuple(decode(e) for e in data["events"]))
+
+    return batch_to, batch_from
 
 
 _CODECS: dict[type, RecordCodec] = {}  # not functools.cache: mypy holds type objects unhashable
@@ -198,7 +214,7 @@ def decode(data: bytes | None) -> Any:
     else:
         raise DecodeError(f"unknown writer schema fingerprint {bytes(data[2:HEADER_SIZE]).hex()}")
     stream = io.BytesIO(data[HEADER_SIZE:])
-    overlong = _MAYBE_OVERLONG.search(data, HEADER_SIZE) is not None
+    overlong = MAYBE_OVERLONG.search(data, HEADER_SIZE) is not None
     reader = _read_py.schemaless_reader if overlong else fastavro.schemaless_reader
     try:
         body = reader(stream, writer, None if writer is codec.schema else codec.schema)
@@ -216,7 +232,7 @@ def decode(data: bytes | None) -> Any:
 # a valid one. Such a varint needs at least 9 bytes in a row with the continuation bit set, which our records'
 # longs (microsecond times, about 7 bytes) never have; a body that does (or a string with many non-ASCII
 # characters) is read by fastavro's pure-Python reader, whose ints do not wrap, and refused past 64 bits.
-_MAYBE_OVERLONG = re.compile(rb"[\x80-\xff]{9}")
+MAYBE_OVERLONG = re.compile(rb"[\x80-\xff]{9}")
 _LONG_LIMIT = 1 << 63
 
 
@@ -229,6 +245,23 @@ def _check_longs(value: Any) -> None:
             _check_longs(item)
     elif isinstance(value, int) and not -_LONG_LIMIT <= value < _LONG_LIMIT:
         raise ValueError(f"a long beyond 64 bits ({value})")
+
+
+def encode_forwarded(source: str, offsets: list[int], values: list[bytes]) -> bytes:
+    """The ``TaskEventBatch`` of task events forwarded as read: ``values`` are their single-object encodings on
+    ``source`` (decoded once by the normaliser, so valid), written into the batch unchanged.
+
+    >>> from streams.core.events import TaskStart
+    >>> start = TaskStart("j1", "t1", 0, "n7", 5)
+    >>> batch = decode(encode_forwarded("task-events:3", [41], [encode(start)]))
+    >>> batch.source, batch.offsets, batch.events == (start,)
+    ('task-events:3', (41,), True)
+    """
+    codec = codec_for(ev.TaskEventBatch)
+    buffer = io.BytesIO()
+    buffer.write(codec.header)
+    fastavro.schemaless_writer(buffer, codec.schema, {"source": source, "offsets": offsets, "events": values})
+    return buffer.getvalue()
 
 
 def encode_key(key: str) -> bytes:

@@ -75,12 +75,15 @@ BLACKLIST_SNAPSHOT = Topic(
 # Single samples (NormalizedTask) are still accepted: records written before summaries existed, and what the
 # ranking gets under a detector that learns from samples. Under a detector that watches the task events themselves
 # (streams.core.ranker.watches_tasks: the running-task detector) every valid task event is forwarded too, before
-# the marks it leads to, with its place on task-events in the header SOURCE_HEADER: one record per task event,
-# which ties this topic's volume to the task rate (docs/architecture.md).
+# the marks it leads to, in TaskEventBatch records (one per input batch and source partition, each event with its
+# offset there), which ties this topic's bytes, not its records, to the task rate (docs/architecture.md). Workers
+# before the batches forwarded one record per event with its place in the header SOURCE_HEADER; those still read.
 RANKING_FEED = Topic(
     "ranking-feed", "cluster_id",
-    (ev.NodeSummary, ev.Progress, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint, ev.TaskFinish), 1,
-    doc="internal: per-node summaries and progress for the ranking (and task events, for a detector watching them)",
+    (ev.NodeSummary, ev.Progress, ev.TaskEventBatch, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint,
+     ev.TaskFinish), 1,
+    doc="internal: per-node summaries and progress for the ranking (and task events, for a detector watching them: "
+        "in batches, TaskEventBatch; single ones from workers before it)",
 )
 SOURCE_HEADER = "laggard-source"  # on a forwarded task event: b"TOPIC:PARTITION:OFFSET" it was read at (source_header)
 DEAD_LETTERS = Topic(

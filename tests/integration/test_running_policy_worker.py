@@ -11,10 +11,16 @@ from pathlib import Path
 import pytest
 
 from producers.registry import open_trace
-from streams.core.events import BlacklistDelta, BlacklistSnapshot, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    TaskCheckpoint,
+    TaskEventBatch,
+    TaskFinish,
+    TaskStart,
+)
 from streams.kafka_clients import read_to_end
 from streams.serde import codec
-from streams.serde.topics import source_of
 from streams.settings import Settings
 from tests.integration.operations.support import (
     assert_same_end,
@@ -60,10 +66,14 @@ def test_a_running_policy_worker_lists_the_slow_nodes_as_the_in_process_runner_d
                                  "the final snapshot", log)
         deltas = decoded(bootstrap, "blacklist-deltas")
         feed = list(read_to_end(Settings(bootstrap_servers=bootstrap), "ranking-feed"))
-    forwarded = [source_of(r.headers) for r in feed if isinstance(codec.decode(r.value), TASK_RECORDS)]
+    records = [codec.decode(r.value) for r in feed]
+    batches = [r for r in records if isinstance(r, TaskEventBatch)]
+    forwarded = [(b.source, offset) for b in batches for offset in b.offsets]
     tasks = sum(isinstance(e, TASK_RECORDS) for e in open_trace(SPEC))
-    # each task event forwarded with its own place (a start-up rebalance may forward a stretch again: dropped)
-    assert None not in forwarded and len(set(forwarded)) == tasks
+    # each task event forwarded with its own place (a start-up rebalance may forward a stretch again: dropped), in
+    # batches: far fewer feed records than task events
+    assert not any(isinstance(r, TASK_RECORDS) for r in records), "no task event forwarded alone"
+    assert len(set(forwarded)) == tasks and len(batches) < tasks / 10
     assert sorted(e.node_id for d in deltas for e in d.added) == truth["slow_nodes"]
     assert deltas == local_deltas, "the same deltas: versions, entries, their statistics and reasons"
     assert snapshots[-1] == local_final

@@ -5,14 +5,17 @@ is behind, or whose state this worker does not know, keeps the timeout. Faust-fr
 
 from __future__ import annotations
 
+import io
 import time
 
+import fastavro
 import pytest
 
 from producers.registry import open_trace
 from streams.agents.idle_rules import Backlog, IdleClock
-from streams.core.events import Event, JobFinish, JobStart, Progress
+from streams.core.events import Event, JobFinish, JobStart, Progress, TaskEventBatch
 from streams.engine.hosts import Decoded, NormaliseHost
+from streams.serde import codec
 from streams.settings import Settings
 from tests.unit.engine.test_predict_host import TRACE, Raw, Sent
 from tests.unit.engine.test_timer_release_checkpoint import FakeConsumer, worker_without_broker
@@ -132,11 +135,14 @@ def furthest_progress(sent: Sent) -> int:
 
 
 class Forwarded(Sent):
-    """The fake outbox, also taking the task events a running policy's normaliser forwards as read (``send_raw``),
-    in one list with the records, so their order against the progress marks shows."""
+    """The fake outbox, also taking the task events a running policy's normaliser forwards as read (``send_raw``:
+    batches, one entry per event), in one list with the records, so their order against the progress marks shows."""
 
-    def send_raw(self, topic: str, key: bytes, value: bytes, headers: object) -> None:
-        self.records.append((topic, ("forwarded", headers)))
+    def send_raw(self, topic: str, key: bytes, value: bytes, headers: object = None) -> None:
+        # the frame alone: this test's records carry no real event bytes
+        batch = fastavro.schemaless_reader(io.BytesIO(value[codec.HEADER_SIZE:]),
+                                           codec.codec_for(TaskEventBatch).schema, None)
+        self.records += [(topic, ("forwarded", batch["source"], offset)) for offset in batch["offsets"]]
 
 
 @pytest.mark.parametrize("policy", ["pcores", "running"])

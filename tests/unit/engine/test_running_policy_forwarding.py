@@ -28,6 +28,7 @@ from streams.core.events import (
     Progress,
     Status,
     TaskCheckpoint,
+    TaskEventBatch,
     TaskFinish,
     TaskStart,
 )
@@ -39,7 +40,6 @@ from streams.engine import hosts
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, RankHost, decode
 from streams.local import LocalPipeline
 from streams.serde import codec
-from streams.serde.topics import source_of
 from streams.settings import Settings
 from tests.unit.engine.test_predict_host import Raw
 
@@ -56,6 +56,7 @@ class Outbox:
 
     def __init__(self) -> None:
         self.records: list[tuple[str, Any, tuple[tuple[str, bytes], ...]]] = []
+        self.values: list[tuple[str, bytes]] = []  # what send_raw sent, as bytes
 
     def send(self, topic: str, key: str, record: Any) -> None:
         self.records.append((topic, record, ()))
@@ -63,6 +64,7 @@ class Outbox:
     def send_raw(self, topic: str, key: bytes | None, value: bytes,
                  headers: list[tuple[str, bytes]] | None = None) -> None:
         self.records.append((topic, codec.decode(value), tuple(headers or ())))
+        self.values.append((topic, value))
 
     def on(self, topic: str) -> list[tuple[Any, tuple[tuple[str, bytes], ...]]]:
         return [(record, headers) for t, record, headers in self.records if t == topic]
@@ -82,6 +84,12 @@ def polls(events: list[Event], partitions: int) -> list[tuple[int, list[Decoded]
             shares.setdefault(p, []).append(decode(Raw(topic, p, offset, value=codec.encode(event)), TASK_TYPES))
         out += sorted(shares.items())
     return out
+
+
+def forwarded(feed: list[tuple[Any, tuple[tuple[str, bytes], ...]]]) -> list[tuple[int, tuple[str, int], Any]]:
+    """The task events forwarded on ``feed``, each with the index of its feed record and its (source, offset)."""
+    return [(i, (record.source, offset), event) for i, (record, _) in enumerate(feed)
+            if isinstance(record, TaskEventBatch) for offset, event in zip(record.offsets, record.events, strict=True)]
 
 
 def normalised(events: list[Event], **settings: Any) -> Outbox:
@@ -146,11 +154,11 @@ def test_a_rank_stage_fed_the_forwarded_records_ranks_every_boundary_as_the_in_p
     pipeline = LocalPipeline(Settings(**SETTINGS), partitions=PARTITIONS, on_ranking=local.append)
     list(pipeline.run(events, finish=False))
     stage, results = RankStage(ranking_config(Settings(**SETTINGS)), PARTITIONS), []
-    for record, headers in normalised(events).on("ranking-feed"):
+    for record, _ in normalised(events).on("ranking-feed"):
         if isinstance(record, Progress):
             results += stage.progress(record)
-        elif isinstance(record, TASK_RECORDS):
-            stage.observe(record, source_of(headers))
+        elif isinstance(record, TaskEventBatch):
+            stage.observe_batch(record)
         else:
             stage.add(record)
     assert len(results) > 60 and any(r.delta is not None for r in results)
@@ -163,25 +171,29 @@ def test_every_valid_task_event_is_on_the_feed_before_its_partitions_mark_past_i
     events, _ = trace
     bad = TaskFinish("j-bad", "t", 0, "node-00", 10, -1, Status.SUCCEEDED)  # a negative duration: invalid
     feed = normalised([*events[:1000], bad, *events[1000:]]).on("ranking-feed")
-    forwarded = [(i, source_of(headers), record) for i, (record, headers) in enumerate(feed)
-                 if isinstance(record, TASK_RECORDS)]
-    assert [r for _, _, r in forwarded if r.job_id == "j-bad"] == [], "an invalid event is not forwarded"
-    assert sorted(map(repr, (r for _, _, r in forwarded))) == sorted(map(repr, (e for e in events
-                                                                               if isinstance(e, TASK_RECORDS))))
-    sources = [source for _, source, _ in forwarded]
-    assert None not in sources and len(set(sources)) == len(sources), "each names its own place on task-events"
+    assert not [r for r, _ in feed if isinstance(r, TASK_RECORDS)], "forwarded in batches, not one by one"
+    sent = forwarded(feed)
+    assert len(feed) < len(sent) / 2, "a batch per poll and source, not a record per event"
+    assert [r for _, _, r in sent if r.job_id == "j-bad"] == [], "an invalid event is not forwarded"
+    assert sorted(map(repr, (r for _, _, r in sent))) == sorted(map(repr, (e for e in events
+                                                                           if isinstance(e, TASK_RECORDS))))
+    sources = [source for _, source, _ in sent]
+    assert len(set(sources)) == len(sources), "each names its own place on task-events"
     marks = [(i, record) for i, (record, _) in enumerate(feed) if isinstance(record, Progress)]
     assert len(marks) > 40
-    period = 60_000_000
+    period, checked = 60_000_000, 0
     for at, mark in marks:
         boundary = boundary_at_or_before(mark.ts_us, period)
-        late = [r for i, (p, _), r in forwarded if p == mark.partition and r.ts_us < boundary and i > at]
+        mine = [(i, r) for i, (source, _), r in sent if int(source.rsplit(":", 1)[1]) == mark.partition]
+        checked += sum(i < at and r.ts_us < boundary for i, r in mine)
+        late = [r for i, r in mine if r.ts_us < boundary and i > at]
         assert late == [], f"partition {mark.partition}'s mark past {boundary} came before its events"
+    assert checked > 1000, "the marks were compared with the events of their own partition"
 
 
 def test_other_policies_forward_nothing(trace: tuple[list[Event], list[str]]) -> None:
     feed = normalised(trace[0][:3000], policy="pcores").on("ranking-feed")
-    assert feed and not [r for r, _ in feed if isinstance(r, TASK_RECORDS)]
+    assert feed and not [r for r, _ in feed if isinstance(r, (*TASK_RECORDS, TaskEventBatch))]
 
 
 def test_a_stretch_forwarded_again_by_a_restarted_normaliser_changes_nothing(
@@ -215,14 +227,16 @@ def test_a_start_forwarded_again_after_its_finish_was_ranked_does_not_reopen_the
     assert tasks_after_repeat(None) == [["j", "t", "n1", 1_000_000, -1]]  # running again: what the source prevents
 
 
-def test_a_forwarded_record_is_the_bytes_it_was_read_as() -> None:
+def test_a_forwarded_event_is_the_bytes_it_was_read_as() -> None:
     event = TaskCheckpoint("j", "t", 0, "n1", 5_000_000, 4_000_000, {"progress": 0.25})
     sent = Outbox()
     host = NormaliseHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
     host.load({0}, {})
-    host.take(0, [decode(Raw("task-events", 0, 41, value=codec.encode(event)), TASK_TYPES)])
-    assert [(r, source_of(h)) for r, h in sent.on("ranking-feed") if isinstance(r, TaskCheckpoint)] == [
-        (event, ("task-events:0", 41))]
+    value = codec.encode(event)
+    host.take(0, [decode(Raw("task-events", 0, 41, value=value), TASK_TYPES)])
+    assert [v for topic, v in sent.values if topic == "ranking-feed" and v[:10] == codec.codec_for(
+        TaskEventBatch).header] == [codec.encode_forwarded("task-events:0", [41], [value])]
+    assert forwarded(sent.on("ranking-feed")) == [(0, ("task-events:0", 41), event)]
 
 
 def test_a_task_event_read_from_job_events_does_not_hide_task_events_of_that_partition() -> None:
@@ -294,3 +308,21 @@ def test_a_task_watching_ranking_fed_marks_alone_says_so_too() -> None:
         said.append(ranking.late_warning())
     (blind,) = [w for w in said if w is not None]
     assert said.index(blind) == 10 and "none reached the ranking in 10 periods" in blind
+
+
+def test_task_events_forwarded_one_by_one_by_an_older_worker_are_still_taken_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A feed written before the batches (one record per event, its place in the ``laggard-source`` header) is
+    still read after an upgrade: each event observed once, a repeat of its place dropped, as in a batch."""
+    from streams.serde.topics import source_header
+
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
+    host = RankHost(Settings(**SETTINGS), 1, Outbox())  # type: ignore[arg-type]
+    host.load({0}, {})
+    start = TaskStart("j", "t", 0, "n1", 5_000_000)
+    old = [decode(Raw("ranking-feed", 0, i, value=codec.encode(start), headers=source_header("task-events", 0, 7)),
+                  FEED_TYPES) for i in range(2)]
+    batch = decode(Raw("ranking-feed", 0, 2, value=codec.encode_forwarded("task-events:0", [7, 8], [
+        codec.encode(start), codec.encode(TaskStart("j", "t2", 0, "n1", 6_000_000))])), FEED_TYPES)
+    host.take([*old, batch], lambda: None)
+    assert host.slots[0].state.stage.observed == 2  # offset 7 once (twice alone, once in the batch), then 8

@@ -39,6 +39,13 @@ STRATEGIES = {
     ev.NodeMoments: moments,
     ev.NodeSummary: st.builds(ev.NodeSummary, ints, ints, longs, longs, st.lists(moments, max_size=3).map(tuple),
                               st.lists(moments, max_size=3).map(tuple)),
+    # offsets any longs: the codec carries what validation would refuse (decreasing ones) unchanged
+    ev.TaskEventBatch: st.lists(st.tuples(longs, st.one_of(
+        st.builds(ev.TaskStart, text, text, ints, text, longs),
+        st.builds(ev.TaskFinish, text, text, ints, text, longs, longs, st.sampled_from(ev.Status)),
+        st.builds(ev.TaskCheckpoint, text, text, ints, text, longs, longs, st.dictionaries(text, floats, max_size=2)))),
+        max_size=4).flatmap(lambda pairs: st.builds(ev.TaskEventBatch, text, st.just(tuple(o for o, _ in pairs)),
+                                                    st.just(tuple(e for _, e in pairs)))),
     ev.NodeScore: st.builds(ev.NodeScore, text, longs, longs, ints, floats, floats, opt_floats, opt_floats, floats),
     ev.StragglerPrediction: st.builds(
         ev.StragglerPrediction, text, text, ints, text, longs, longs, floats, floats, floats, floats, text

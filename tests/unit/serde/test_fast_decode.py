@@ -130,3 +130,20 @@ def test_malformed_bytes_still_fall_back_to_the_codec() -> None:
     # A body cut inside its double-free fields raises IndexError in the loop; the codec gives its DecodeError.
     with pytest.raises(codec.DecodeError):
         fast_decode.decode(data[:-3])
+
+
+BATCHES = st.lists(st.tuples(st.integers(0, 2**62), st.one_of(EVENTS[ev.TaskStart], EVENTS[ev.TaskFinish])),
+                   max_size=4).map(lambda pairs: ev.TaskEventBatch(
+                       "task-events:1", tuple(o for o, _ in pairs), tuple(e for _, e in pairs)))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(BATCHES, edits)
+def test_forwarded_batches_decode_or_fail_as_the_codec_says(batch: ev.TaskEventBatch,
+                                                            changes: list[tuple[str, int, bytes]]) -> None:
+    """A batch is a frame of single-object encodings: read here by fastavro and this module, by the codec through
+    its own path; whole, both give the batch, and corrupted (frame or event) the same record or error."""
+    data = codec.encode_forwarded(batch.source, list(batch.offsets), [codec.encode(e) for e in batch.events])
+    assert fast_decode.decode(data) == codec.decode(data) == batch
+    broken = _corrupt(data, changes)
+    assert _outcome(fast_decode.decode, broken) == _outcome(codec.decode, broken)

@@ -28,6 +28,9 @@ FIXTURES: dict[type, object] = {
     ev.NodeSummary: ev.NodeSummary(3, 4, 600_000_000, 300_000_000,
                                    (ev.NodeMoments("node-17", 300_000_000, 12, 0.75, 3.5),),
                                    (ev.NodeMoments("node-3", 0, 2, -0.5, 0.125),)),
+    ev.TaskEventBatch: ev.TaskEventBatch("task-events:3", (41, 43), (
+        ev.TaskStart("job-1", "7", 1, "node-17", 1_000_000, True, "map"),
+        ev.TaskFinish("job-1", "7", 1, "node-17", 3_000_000, 2_000_000, ev.Status.SUCCEEDED))),
     ev.NodeScore: ev.NodeScore("node-17", 0, 3_600_000_000, 12, 1.25, 0.5, 0.93, 1.57, 1.1),
     ev.StragglerPrediction: ev.StragglerPrediction(
         "job-1", "7", 1, "node-17", 2_000_000, 1_000_000, 4e6, 8e6, 6e6, 0.5, "nurd"
