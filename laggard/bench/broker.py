@@ -52,8 +52,9 @@ def broker_peak_mb(broker: kafka_local.Broker) -> float | None:
     return None if pid is None else vm_hwm_mb(pid)
 
 
-def fresh_topics(settings: Settings, partitions: int, attempts: int = 5) -> None:
-    """Delete every topic but Kafka's own, then create laggard's with broker timestamps.
+def fresh_topics(settings: Settings, partitions: int, attempts: int = 5, keep: frozenset[str] = frozenset()) -> None:
+    """Delete every topic but Kafka's own (and ``keep``), then create laggard's (but ``keep``) with broker
+    timestamps.
 
     A client of the scenario before (a worker or replayer still closing) can ask for a topic's metadata between
     the delete and the create, and the broker then creates it with its defaults (CI saw 'task-events' already
@@ -61,7 +62,7 @@ def fresh_topics(settings: Settings, partitions: int, attempts: int = 5) -> None
     for attempt in range(attempts):
         client = kafka_clients.admin(settings)
         try:
-            doomed = [name for name in client.list_topics() if not name.startswith("__")]
+            doomed = [name for name in client.list_topics() if not name.startswith("__") and name not in keep]
             if doomed:
                 client.delete_topics(doomed)
                 deadline = time.monotonic() + 60
@@ -72,7 +73,7 @@ def fresh_topics(settings: Settings, partitions: int, attempts: int = 5) -> None
             client.create_topics([
                 NewTopic(name=topic.name, num_partitions=topic.partitions or partitions, replication_factor=1,
                          topic_configs={**topic.config(), **LOG_APPEND_TIME})
-                for topic in registry.TOPICS
+                for topic in registry.TOPICS if topic.name not in keep
             ])  # fmt: skip
             return
         except TopicAlreadyExistsError:
