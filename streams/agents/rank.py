@@ -18,13 +18,14 @@ from faust.types import AgentT
 
 from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
-from streams.agents.common import send
+from streams.agents.common import send, send_raw
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
-from streams.agents.records import RepeatsLog, published
+from streams.agents.records import RepeatsLog, published, refused_forwarded
 from streams.core.events import Progress, TaskEvent, TaskEventBatch
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
+from streams.serde import codec
 from streams.serde.topics import (
     BLACKLIST_DELTAS,
     BLACKLIST_SNAPSHOT,
@@ -110,7 +111,10 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     if admitted is not None:
                         slot = admitted.slot
                         if isinstance(admitted.record, TaskEventBatch):  # forwarded
-                            repeats += slot.state.stage.observe_batch(admitted.record)
+                            again, refused = slot.state.stage.observe_batch(admitted.record)
+                            repeats += again
+                            for letter in refused_forwarded(admitted.record, refused, event.message.timestamp):
+                                outputs.track(await send_raw(wiring.dead_letters, letter.key, codec.encode(letter)))
                         elif isinstance(admitted.record, TaskEvent):  # forwarded one by one, before the batches
                             repeats += not slot.state.stage.observe(admitted.record, source_of(event.message.headers))
                         else:

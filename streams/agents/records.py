@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import TypeVar, cast
 
 from streams import metrics
-from streams.core.events import DeadLetter, Event, validate
+from streams.core.events import DeadLetter, Event, TaskEvent, TaskEventBatch, validate
 from streams.core.publication import Publication
 from streams.serde import codec
 from streams.serde import topics as registry
@@ -92,8 +92,9 @@ class RepeatsLog:
 
 def forwarded_batches(read: Iterable[tuple[str, int, int, bytes]]) -> list[bytes]:
     """The ``TaskEventBatch`` records forwarding ``read``: valid task events as (topic, partition, offset, value),
-    in the order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of events, in
-    that order (the ranking drops an event at or before the last offset it took from the same source).
+    in the order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of events (an
+    event larger than that in a record of its own), in that order (the ranking drops an event at or before the last
+    offset it took from the same source).
 
     >>> from streams.core.events import TaskStart
     >>> value = codec.encode(TaskStart("j", "t", 0, "n1", 5))
@@ -118,3 +119,20 @@ def forwarded_batches(read: Iterable[tuple[str, int, int, bytes]]) -> list[bytes
     if values:
         out.append(codec.encode_forwarded(source, offsets, values))
     return out
+
+
+def refused_forwarded(batch: TaskEventBatch, refused: list[tuple[int, TaskEvent, str]], timestamp_s: float | None
+                      ) -> list[DeadLetter]:
+    """The dead letters of the events of a forwarded batch the ranking refused (``RankStage.observe_batch``): each
+    under its place on its source topic, the event as the codec writes it, the reason saying it came forwarded.
+
+    >>> from streams.core.events import TaskStart
+    >>> bad = TaskStart("j", "t", 0, "n1", -1)
+    >>> [(d.source_topic, d.partition, d.offset, d.reason) for d in refused_forwarded(
+    ...     TaskEventBatch("task-events:2", (5,), (bad,)), [(5, bad, "negative ts_us: -1")], None)]
+    [('task-events', 2, 5, 'forwarded to the ranking: negative ts_us: -1')]
+    """
+    topic, _, partition = batch.source.rpartition(":")
+    return [dead_letter(topic, int(partition) if partition.isdigit() else -1, offset, codec.encode_key(event.job_id),
+                        codec.encode(event), f"forwarded to the ranking: {reason}", timestamp_s)
+            for offset, event, reason in refused]

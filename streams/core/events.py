@@ -307,19 +307,16 @@ def validate(event: Event | NodeSummary | TaskEventBatch) -> str | None:
 
 
 def _batch_problem(batch: TaskEventBatch) -> str | None:
-    """The batch's shape; each event was validated when its normaliser admitted it, and is again here (a feed is
-    read by one ranking, whose detector must not take what its source would have refused)."""
-    if len(batch.offsets) != len(batch.events):
-        return f"{len(batch.offsets)} offsets for {len(batch.events)} forwarded task events"
+    """The batch's shape: an offset per event, increasing, and task events only. Each event is judged on its own
+    (``RankStage.observe_batch``): one a ranking refuses must not take thousands of valid ones with it."""
     offsets = batch.offsets
+    if len(offsets) != len(batch.events):
+        return f"{len(offsets)} offsets for {len(batch.events)} forwarded task events"
     if any(later <= earlier for earlier, later in itertools.pairwise(offsets)) or min(offsets, default=0) < 0:
         return f"forwarded task events' offsets do not increase from 0 or more: {offsets[:3]}..."
     for event in batch.events:
         if not isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
             return f"a {type(event).__name__} among forwarded task events"
-        problem = validate(event)
-        if problem is not None:
-            return f"forwarded task event at {batch.source}: {problem}"
     return None
 
 

@@ -39,6 +39,7 @@ from streams.core.events import (
     Progress,
     TaskEvent,
     TaskEventBatch,
+    validate,
 )
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
@@ -126,20 +127,29 @@ class RankStage:
             self._first_observed = event.ts_us
         return True
 
-    def observe_batch(self, batch: TaskEventBatch) -> int:
-        """``observe`` for each event of a forwarded batch, with its source and offset; how many were repeats.
+    def observe_batch(self, batch: TaskEventBatch) -> tuple[int, list[tuple[int, TaskEvent, str]]]:
+        """``observe`` for each valid event of a forwarded batch, with its source and offset: how many were
+        repeats, and the (offset, event, reason) of those refused as invalid (``validate``; its normaliser validated
+        them, but a ranking must not take what it would refuse), for the shell's dead letters.
 
         >>> from streams.core.events import TaskStart
         >>> rank = RankStage(RankingConfig(policy="running"), partitions=1)
         >>> starts = tuple(TaskStart("j", f"t{k}", 0, "n1", 5) for k in range(3))
         >>> rank.observe_batch(TaskEventBatch("task-events:0", (7, 8, 9), starts))
-        0
-        >>> rank.observe_batch(TaskEventBatch("task-events:0", (8, 9, 10), starts)), rank.observed
-        (2, 4)
+        (0, [])
+        >>> bad = TaskStart("j", "t9", 0, "n1", -1)
+        >>> repeats, refused = rank.observe_batch(TaskEventBatch("task-events:0", (8, 9, 10, 11), starts + (bad,)))
+        >>> repeats, [(offset, reason) for offset, _, reason in refused], rank.observed
+        (2, [(11, 'negative ts_us: -1')], 4)
         """
-        observe, source = self.observe, batch.source
-        return sum(not observe(event, (source, offset)) for offset, event in zip(batch.offsets, batch.events,
-                                                                                 strict=True))
+        observe, source, repeats, refused = self.observe, batch.source, 0, []
+        for offset, event in zip(batch.offsets, batch.events, strict=True):
+            problem = validate(event)
+            if problem is not None:
+                refused.append((offset, event, problem))
+            elif not observe(event, (source, offset)):
+                repeats += 1
+        return repeats, refused
 
     def progress(self, mark: Progress) -> list[RankResult]:
         """Record a partition's progress; rank every boundary that all partitions have now passed."""

@@ -23,7 +23,14 @@ from streams.agents.idle_rules import (
     warn_if_flags_may_never_come,
     warn_once_if_waiting,
 )
-from streams.agents.records import RepeatsLog, dead_letter, forwarded_batches, published, reason_to_refuse
+from streams.agents.records import (
+    RepeatsLog,
+    dead_letter,
+    forwarded_batches,
+    published,
+    reason_to_refuse,
+    refused_forwarded,
+)
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
 from streams.core.events import Event, StragglerPrediction, TaskEvent, TaskEventBatch
 from streams.core.prediction.fleet import PredictorFleet
@@ -294,7 +301,11 @@ class RankHost(Host[PublishedRanking]):
             admitted = True
             record = item.record
             if isinstance(record, TaskEventBatch):
-                repeats += ranking.stage.observe_batch(record)
+                again, refused = ranking.stage.observe_batch(record)
+                repeats += again
+                raw = item.raw
+                for letter in refused_forwarded(record, refused, raw.timestamp / 1000 if raw.timestamp else None):
+                    self.outbox.send_raw(registry.DEAD_LETTERS.name, letter.key, codec.encode(letter))
             elif isinstance(record, TaskEvent):  # forwarded one by one, by a worker before the batches
                 repeats += not ranking.stage.observe(record, registry.source_of(item.raw.headers))
             else:

@@ -153,11 +153,24 @@ def compile_decoder(record_type: type) -> Callable[[bytes], Any] | None:
 
 
 _BATCH = codec.codec_for(ev.TaskEventBatch)
+_FORWARDED_HEADERS = codec.forwarded_headers()
 _DECODERS: dict[bytes, Callable[[bytes], Any]] = {}
 for _type in codec.RECORD_TYPES:
     _decoder = compile_decoder(_type)
     if _decoder is not None:
         _DECODERS[codec.codec_for(_type).header] = _decoder
+
+
+def _forwarded(data: bytes) -> Any:
+    """One event of a batch: a task event's bytes (``codec.forwarded_event``'s check), decoded here."""
+    if bytes(data[: codec.HEADER_SIZE]) not in _FORWARDED_HEADERS:
+        raise _Unsure  # the codec refuses it, with its reason
+    return decode(data)
+
+
+# What fastavro's reader raises on a frame it cannot read (a short or garbled body, a bad length, invalid UTF-8),
+# and what an event's decode raises on bytes the codec refuses: the codec then decides the whole batch.
+_BATCH_MALFORMED = (*_MALFORMED, EOFError, ValueError)
 
 
 def _decode_batch(data: bytes) -> ev.TaskEventBatch:
@@ -171,8 +184,8 @@ def _decode_batch(data: bytes) -> ev.TaskEventBatch:
     stream.seek(codec.HEADER_SIZE)
     try:
         body: dict[str, Any] = fastavro.schemaless_reader(stream, _BATCH.schema, None)  # type: ignore[assignment]
-        events = tuple(map(decode, body["events"]))
-    except Exception as exc:  # the codec decides, with its reason
+        events = tuple(map(_forwarded, body["events"]))
+    except _BATCH_MALFORMED as exc:  # the codec decides, with its reason
         raise _Unsure from exc
     if stream.tell() != len(data):
         raise _Unsure

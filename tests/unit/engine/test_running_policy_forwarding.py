@@ -13,6 +13,7 @@ from typing import Any, cast
 import pytest
 
 from producers.registry import open_trace
+from streams.agents.envelope import pack
 from streams.config import partition_for, ranking_config
 from streams.core.decision.registry import POLICIES
 from streams.core.detection.base import WindowView
@@ -70,14 +71,14 @@ class Outbox:
         return [(record, headers) for t, record, headers in self.records if t == topic]
 
 
-def polls(events: list[Event], partitions: int) -> list[tuple[int, list[Decoded]]]:
+def polls(events: list[Event], partitions: int, size: int = BATCH) -> list[tuple[int, list[Decoded]]]:
     """The trace as a consumer fetches it: each partition's records (task and job events, each topic with its
-    own offsets), ``BATCH`` events of the trace at a time."""
+    own offsets), ``size`` events of the trace at a time."""
     offsets: dict[tuple[str, int], int] = {}
     out = []
-    for start in range(0, len(events), BATCH):
+    for start in range(0, len(events), size):
         shares: dict[int, list[Decoded]] = {}
-        for event in events[start:start + BATCH]:
+        for event in events[start:start + size]:
             topic = "job-events" if isinstance(event, JobStart | JobFinish) else "task-events"
             p = partition_for(event.job_id, partitions)
             offset = offsets[(topic, p)] = offsets.get((topic, p), -1) + 1
@@ -207,6 +208,38 @@ def test_a_stretch_forwarded_again_by_a_restarted_normaliser_changes_nothing(
     assert (deltas, snapshots[-1]) == expected
 
 
+def test_a_restarted_normaliser_polling_otherwise_forwards_other_batches_and_changes_nothing(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed a tenth past its checkpoint and restarted from it, a normaliser reads the same records in other polls:
+    it forwards the stretch since the checkpoint again in batches that begin and end elsewhere. Where batches begin
+    and end does not matter to the ranking, which is the uninterrupted one. (Why repeats are dropped by offset:
+    ``test_a_start_forwarded_again_after_its_finish_was_ranked_does_not_reopen_the_task``.)"""
+    events, _ = trace
+    first, before = Outbox(), polls(events, PARTITIONS)
+    host = NormaliseHost(Settings(**SETTINGS), PARTITIONS, first)  # type: ignore[arg-type]
+    host.load(set(range(PARTITIONS)), {})
+    cut = len(before) // 3
+    for partition, batch in before[:cut]:
+        host.take(partition, batch)
+    saved = {slot.key: pack(slot.state.snapshot(), slot.offsets) for slot in host.slots.values()}
+    for partition, batch in before[cut:cut + len(before) // 10]:
+        host.take(partition, batch)
+    second = Outbox()
+    restarted = NormaliseHost(Settings(**SETTINGS), PARTITIONS, second)  # type: ignore[arg-type]
+    restarted.load(set(range(PARTITIONS)), saved)
+    for partition, batch in polls(events, PARTITIONS, size=97):  # the checkpoint's offsets drop what it covers
+        restarted.take(partition, batch)
+    again = {place for _, place, _ in forwarded(first.on("ranking-feed"))} & {
+        place for _, place, _ in forwarded(second.on("ranking-feed"))}
+    batches = [{tuple(r.offsets) for r, _ in sent.on("ranking-feed") if isinstance(r, TaskEventBatch)}
+               for sent in (first, second)]
+    assert len(again) > 100 and not batches[0] & batches[1], "a stretch forwarded twice, in other batches"
+    deltas, snapshots = ranked(first.on("ranking-feed") + second.on("ranking-feed"), monkeypatch)
+    assert (deltas, snapshots[-1]) == expected
+
+
 def test_a_start_forwarded_again_after_its_finish_was_ranked_does_not_reopen_the_task() -> None:
     """Why a forwarded event carries its place on task-events: the detector is not idempotent. A start seen again
     after its task's finish was applied would make the task run again (forever, as the detector sees it), and a
@@ -228,15 +261,27 @@ def test_a_start_forwarded_again_after_its_finish_was_ranked_does_not_reopen_the
 
 
 def test_a_forwarded_event_is_the_bytes_it_was_read_as() -> None:
-    event = TaskCheckpoint("j", "t", 0, "n1", 5_000_000, 4_000_000, {"progress": 0.25})
+    """Written by an older producer (TaskStart's previous writer schema), an event reaches the ranking in those
+    bytes, not encoded again: its own fingerprint says how to read it."""
+    import io
+
+    import fastavro
+    from fastavro.schema import load_schema
+
+    v1 = load_schema(str(codec.PREVIOUS_DIR / "io.laggard.TaskStart.v1.avsc"))
+    buffer = io.BytesIO()
+    buffer.write(codec.MAGIC + codec.fingerprint_of(v1))
+    fastavro.schemaless_writer(buffer, v1, {"job_id": "j", "task_id": "t", "attempt": 0, "node_id": "n1",
+                                            "ts_us": 5_000_000, "speculative": False, "task_type": ""})
+    value = buffer.getvalue()
+    assert value != codec.encode(codec.decode(value)), "the old bytes differ from what the codec writes now"
     sent = Outbox()
     host = NormaliseHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
     host.load({0}, {})
-    value = codec.encode(event)
     host.take(0, [decode(Raw("task-events", 0, 41, value=value), TASK_TYPES)])
     assert [v for topic, v in sent.values if topic == "ranking-feed" and v[:10] == codec.codec_for(
         TaskEventBatch).header] == [codec.encode_forwarded("task-events:0", [41], [value])]
-    assert forwarded(sent.on("ranking-feed")) == [(0, ("task-events:0", 41), event)]
+    assert forwarded(sent.on("ranking-feed")) == [(0, ("task-events:0", 41), codec.decode(value))]
 
 
 def test_a_task_event_read_from_job_events_does_not_hide_task_events_of_that_partition() -> None:
@@ -326,3 +371,21 @@ def test_task_events_forwarded_one_by_one_by_an_older_worker_are_still_taken_onc
         codec.encode(start), codec.encode(TaskStart("j", "t2", 0, "n1", 6_000_000))])), FEED_TYPES)
     host.take([*old, batch], lambda: None)
     assert host.slots[0].state.stage.observed == 2  # offset 7 once (twice alone, once in the batch), then 8
+
+
+def test_one_invalid_event_of_a_batch_is_dead_lettered_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ranking refuses what it would refuse alone (a rolling upgrade may tighten validation): that event goes to
+    dead-letters under its place on task-events, the batch's valid events reach the detector."""
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
+    sent = Outbox()
+    host = RankHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    good = [TaskStart("j", f"t{k}", 0, "n1", 5_000_000 + k) for k in range(3)]
+    bad = TaskFinish("j", "t0", 0, "n1", 6_000_000, -5, Status.SUCCEEDED)  # a negative duration
+    value = codec.encode_forwarded("task-events:0", [3, 4, 5, 6], [codec.encode(e) for e in [*good[:2], bad, good[2]]])
+    host.take([decode(Raw("ranking-feed", 0, 0, value=value), FEED_TYPES)], lambda: None)
+    letters = [r for r, _ in sent.on("dead-letters")]
+    assert [(d.source_topic, d.partition, d.offset, codec.decode(d.value)) for d in letters] == [
+        ("task-events", 0, 5, bad)]
+    assert "negative duration_us" in letters[0].reason
+    assert host.slots[0].state.stage.observed == 3

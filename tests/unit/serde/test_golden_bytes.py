@@ -58,6 +58,11 @@ def test_golden_bytes(record_type: type) -> None:
         path.write_text(data.hex() + "\n")
     assert data.hex() == path.read_text().strip()
     assert codec.decode(bytes.fromhex(path.read_text().strip())) == FIXTURES[record_type]
+    if record_type is ev.TaskEventBatch:  # what a normaliser writes: the events' bytes as read, framed
+        batch = FIXTURES[record_type]
+        assert isinstance(batch, ev.TaskEventBatch)
+        values = [codec.encode(e) for e in batch.events]
+        assert codec.encode_forwarded(batch.source, list(batch.offsets), values) == data
 
 
 @pytest.mark.parametrize("record_type", [ev.BlacklistDelta, ev.BlacklistSnapshot], ids=lambda t: t.__name__)
