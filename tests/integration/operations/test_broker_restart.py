@@ -89,7 +89,12 @@ def test_worker_and_adapter_recover_from_a_broker_restart_to_the_same_final_snap
     assert (final.version, final.node_ids) == (expected.version, expected.node_ids)
     assert [(e.node_id, e.n, e.mean, e.ci_low) for e in final.nodes] == [
         (e.node_id, e.n, e.mean, e.ci_low) for e in expected.nodes]
-    assert sum(v for (name, _), v in worker_metrics.items() if name == "laggard_events_in_total") > 0
+    # The worker's /metrics counts what it reads. The count may be 0: a direct worker the outage ended (exit 75) is
+    # started again by --restart-on-stall as a new process, which finds every record processed and committed when
+    # the first one had caught up before the outage (CI, once forwarding was batched); the snapshot above is the proof
+    # of the work, this of the metrics.
+    served = [labels for (name, labels), _ in worker_metrics.items() if name == "laggard_events_in_total"]
+    assert any(("topic", "task-events") in labels for labels in served), worker_metrics
     outage = worker_log.read_text(errors="replace").splitlines()[lines_before:]
     complaints = [line for line in outage if "[ERROR]" in line or "[WARNING]" in line]
     assert len(complaints) < 100, f"{len(complaints)} error/warning lines for one restart:\n" + "\n".join(
