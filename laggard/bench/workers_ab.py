@@ -1,0 +1,57 @@
+"""One direct worker against two, alternating, on the same pre-loaded Google events and broker (issue 18).
+
+``laggard bench`` measures each worker count once; on a shared 2-core machine one run's ratio moves by a third.
+This pre-loads the first ``N`` Google task/job events once per scenario (as the bench's Kafka stage does, 2
+partitions, fresh topics each time) and runs ``laggard.bench.kafka.scenario`` for each worker count given, in
+order, printing one JSON line per scenario: the normalised and ranked rates as the bench computes them, and the
+rate from the workers' start to the last ranking (``overall_ranked_per_s``: start-up included, not moved by
+where a catch-up's bursts of rankings fall). A count ``2:S`` sets ``LAGGARD_RANKING_SHARE=S`` for a tree with the
+ranking-aware assignor (branch ``assignor``); main ignores it.
+
+    python -m laggard.bench.workers_ab [N] COUNT[:SHARE] ...      e.g. 500000 1 2 1 2
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+from laggard.bench.broker import own_broker
+from laggard.bench.common import google_events_spec
+from laggard.bench.kafka import encoded, scenario
+from producers.registry import open_trace
+from streams.settings import Settings
+
+KEYS = ("sustained_per_s", "ranked", "ranked_sustained_per_s", "ranking_finished", "ranking_lag_s",
+        "worker_cpu_percent", "restarts", "seconds_from_start", "startup_seconds")
+
+
+def main(argv: list[str]) -> None:
+    n = int(argv[0]) if argv and argv[0].isdigit() else 500_000
+    counts = argv[1:] if argv and argv[0].isdigit() else argv
+    events = list(itertools.islice(open_trace(google_events_spec(Settings())), n))
+    records = encoded(events)
+    with tempfile.TemporaryDirectory(prefix="laggard-workers-ab-") as workdir, own_broker(Path(workdir)) as broker:
+        settings = Settings(bootstrap_servers=broker.bootstrap, topic_partitions=2)
+        for item in counts or ["1", "2"]:
+            count, _, share = item.partition(":")
+            if share:
+                os.environ["LAGGARD_RANKING_SHARE"] = share
+            else:
+                os.environ.pop("LAGGARD_RANKING_SHARE", None)
+            result = scenario(Path(workdir), settings, events, records, int(count), 300, measure_consume=False,
+                              engine="direct")
+            out = {key: result.get(key) for key in KEYS}
+            end = (result.get("seconds_from_start") or 0) + (result.get("ranking_lag_s") or 0)
+            out["overall_ranked_per_s"] = result["ranked"] / end if result.get("ranking_finished") and end else None
+            sys.stdout.write(orjson.dumps({"workers": item, **out}).decode() + "\n")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
