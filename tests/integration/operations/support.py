@@ -276,11 +276,13 @@ def fake_kubernetes(directory: Path, node_names: list[str]) -> Iterator[Path]:
 SOURCES = ("task-events", "job-events", "ranking-feed")
 
 
-def start_worker(bootstrap: str, metrics_port: int, data_dir: Path, log: Path, **env: str
+def start_worker(bootstrap: str, metrics_port: int, data_dir: Path, log: Path, supervised: bool = False, **env: str
                  ) -> subprocess.Popen[bytes]:
-    """`laggard worker` with /metrics on ``metrics_port``; every worker of a test joins the same group."""
+    """`laggard worker` with /metrics on ``metrics_port``; every worker of a test joins the same group.
+    ``supervised``: under ``--restart-on-stall``, started again after a stall's exit 75, as deployed."""
     return start(["worker", "--bootstrap", bootstrap, "--partitions", str(PARTITIONS), "--web-port", "0",
-                  "--metrics-port", str(metrics_port)], log, LAGGARD_DATA_DIR=str(data_dir), **env)
+                  "--metrics-port", str(metrics_port), *(["--restart-on-stall"] if supervised else [])], log,
+                 LAGGARD_DATA_DIR=str(data_dir), **env)
 
 
 def counted(port: int, name: str) -> float:
