@@ -27,7 +27,7 @@ from laggard.bench.kafka import encoded, scenario
 from producers.registry import open_trace
 from streams.settings import Settings
 
-KEYS = ("sustained_per_s", "ranked", "ranked_sustained_per_s", "ranking_finished", "ranking_lag_s",
+KEYS = ("sustained_per_s", "ranked", "ranked_per_s", "ranked_sustained_per_s", "ranking_finished", "ranking_lag_s",
         "worker_cpu_percent", "restarts", "seconds_from_start", "startup_seconds")
 
 

@@ -43,7 +43,7 @@ FIGURES = [
     "ratios.direct_two_workers_over_one",
     # through the whole pipeline: events ranked, not only normalised (kafka.ProgressWatch; the Faust ranking may
     # still be behind when the tiny run's 10 s window ends, and then has no rate to compare: output._ranked)
-    "kafka.direct.one_worker.ranked_sustained_per_s", "kafka.direct.two_workers.ranked_sustained_per_s",
+    "kafka.direct.one_worker.ranked_per_s", "kafka.direct.two_workers.ranked_per_s",
     # the statistics role alone (prediction deployed apart), its consume floor measured beside it
     "kafka.direct.statistics_one_worker.sustained_per_s", "kafka.direct.statistics_one_worker.to_consume_floor",
 ]  # fmt: skip
