@@ -8,7 +8,6 @@ A host holds one ``Slot`` per source partition it was assigned (the ranking: par
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -48,12 +47,13 @@ S = TypeVar("S", bound=Stateful)
 NORMALISE_CHECKPOINT_EVERY = 5000  # the agents' rules (streams.agents.normalise, predict, rank)
 PREDICT_CHECKPOINT_EVERY = 2000  # records, at least: see predict_checkpoint_due_after
 RANK_CHECKPOINT_EVERY = 20000
-# A ranking that published checkpoints at most this often (wall seconds). Its checkpoint writes the whole window
-# state; taken after every publication it was ~8 % of a statistics worker's catch-up (dozens of rankings a
-# second), while live a period (minutes; 3 s in the bench) passes between publications anyway. A crash redoes
-# the rankings since the last one: the deltas already published are not published again (their version is read
-# back from blacklist-snapshot), the node scores are, as after any restart.
-RANK_CHECKPOINT_MIN_S = 5.0
+# A ranking that published is checkpointed at most every CHECKPOINT_MIN_S (DirectWorker's ``Spacing``, as the
+# normalising and predicting states are). Its checkpoint writes the whole window state; taken after every
+# publication it was ~8 % of a statistics worker's catch-up (dozens of rankings a second), while live a period
+# (minutes; 3 s in the bench) passes between publications anyway. One due sooner is written once its time has
+# passed, even if no record comes: the last rankings of a catch-up are saved seconds after it, not at the next
+# period's publication. A crash redoes the rankings since the last one: the deltas already published are not
+# published again (their version is read back from blacklist-snapshot), the node scores are, as after any restart.
 
 
 class Decoded(NamedTuple):
@@ -277,8 +277,8 @@ class RankHost(Host[PublishedRanking]):
         self.settings, self.cluster_id = settings, settings.cluster_id
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind)
         self.repeats = RepeatsLog()
-        self.checkpoint_min_s = RANK_CHECKPOINT_MIN_S
-        self._last_due = -math.inf  # when a publication last made the checkpoint due (time.monotonic)
+        # whether the last ``take`` made its checkpoint due at once, past the worker's spacing (``take``)
+        self.at_once = False
         super().__init__(outbox, lambda _: "rank:0", lambda _: PublishedRanking(RankStage(config, partitions)))
 
     def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:
@@ -288,9 +288,12 @@ class RankHost(Host[PublishedRanking]):
         log.info("deltas up to version %d are already published", ranking.published_version)
 
     def take(self, batch: list[Decoded], noted: Callable[[], None]) -> bool:
-        """``noted`` tells the health check the ranking works (called between publications of a catch-up)."""
+        """Whether the checkpoint is due: a publication, or ``RANK_CHECKPOINT_EVERY`` records held (the worker
+        spaces these), or a ranking made without an idle partition (``at_once``: written past the spacing).
+        ``noted`` tells the health check the ranking works (called between publications of a catch-up)."""
         slot = self.slots[0]
         ranking, publications, admitted, repeats = slot.state, [], False, 0
+        self.at_once = False
         started = time.perf_counter()
         for item in batch:
             if not self.fresh(slot, item):
@@ -320,18 +323,8 @@ class RankHost(Host[PublishedRanking]):
         if publications:
             metrics.RANKING_DURATION.observe(time.perf_counter() - started)
         self.publish(ranking, publications, noted)
-        return bool(without_idle) or ((bool(publications) or slot.held >= RANK_CHECKPOINT_EVERY)
-                                      and self._published_due())
-
-    def _published_due(self) -> bool:
-        """A publication, or ``RANK_CHECKPOINT_EVERY`` records held, makes the checkpoint due when the last one they
-        made due is ``checkpoint_min_s`` old. (The count alone came due every ~2 s of a catch-up under the running
-        policy, which forwards every task event: each checkpoint ~0.6 CPU s of snapshot and pack on Google.)"""
-        now = time.monotonic()
-        if now - self._last_due < self.checkpoint_min_s:
-            return False
-        self._last_due = now
-        return True
+        self.at_once = bool(without_idle)
+        return self.at_once or bool(publications) or slot.held >= RANK_CHECKPOINT_EVERY
 
     def publish(self, ranking: PublishedRanking, publications: list[Publication],
                 noted: Callable[[], None] | None = None) -> None:
@@ -356,7 +349,6 @@ class RankHost(Host[PublishedRanking]):
     def forget(self) -> None:
         self.slots.clear()
         self.idle.clear()
-        self._last_due = -math.inf  # a ranking assigned here again checkpoints its first publication
 
 
 # What each topic may carry (streams.wiring's, without importing Faust's types with it).

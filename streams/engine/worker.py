@@ -204,10 +204,11 @@ class DirectWorker:
             for host in (self.normalise, self.predict):
                 if host is not None and partition in host.slots and host.take(partition, batch):
                     due.append(host.slots[partition])
-        due = self.checkpoints.spacing.ready(due, time.monotonic())
-        # the ranking spaces its own (RankHost: publications, and at once a ranking made without an idle partition)
+        at_once: list[Slot[Any]] = []
         if feed and self.rank is not None and 0 in self.rank.slots and self.rank.take(feed, self.working):
-            due.append(self.rank.slots[0])
+            # spaced as the others, except a ranking made without an idle partition (RankHost.at_once)
+            (at_once if self.rank.at_once else due).append(self.rank.slots[0])
+        due = self.checkpoints.spacing.ready(due, time.monotonic()) + at_once
         if due:
             self.checkpoint(due)
 
