@@ -37,6 +37,7 @@ from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_a
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage, RankStage
+from streams.engine.rejoin import REJOIN_READ_S, while_broker_away
 from streams.engine.store import Outbox, Slot
 from streams.serde import codec, fast_decode
 from streams.serde import topics as registry
@@ -283,7 +284,9 @@ class RankHost(Host[PublishedRanking]):
 
     def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:
         ranking = slot.state
-        if ranking.resume(kafka_clients.latest_snapshot(self.settings), restored):
+        published = while_broker_away(
+            "the published blacklist", lambda: kafka_clients.latest_snapshot(self.settings), REJOIN_READ_S)
+        if ranking.resume(published, restored):
             log.warning("cold start: continuing from the published blacklist version %d", ranking.published_version)
         log.info("deltas up to version %d are already published", ranking.published_version)
 

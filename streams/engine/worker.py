@@ -36,6 +36,7 @@ from streams.batch_producer import BatchProducer
 from streams.engine import backlog as backlog_of
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.rebalance import Rebalance
+from streams.engine.rejoin import REJOIN_READ_S, while_broker_away
 from streams.engine.store import CHECKPOINT_MAX_BYTES, Checkpoints, CheckpointStore, Outbox, Slot, as_kafka_errors
 from streams.engine.view import NodeView
 from streams.gc_tuning import fewer_collections
@@ -354,7 +355,7 @@ class DirectWorker:
         keys = set[str]().union(*(h.keys(partitions) for h in hosts))
         if self.rank is not None:
             keys |= self.rank.keys(ranks)
-        saved = self.store.load(keys)
+        saved = while_broker_away("the checkpoints", lambda: self.store.load(keys), REJOIN_READ_S)
         for host in hosts:
             host.load(partitions, saved)
         if self.rank is not None:

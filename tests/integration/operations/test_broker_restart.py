@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from laggard import kafka_local
+from streams import kafka_clients
+from streams.engine.rejoin import while_broker_away
+from streams.engine.store import CheckpointStore
+from streams.errors import BrokerUnavailable
+from streams.serde import codec
+from streams.settings import Settings
 from tests.integration.operations.support import (
     PARTITIONS,
     final_snapshot,
@@ -99,3 +106,34 @@ def test_worker_and_adapter_recover_from_a_broker_restart_to_the_same_final_snap
     complaints = [line for line in outage if "[ERROR]" in line or "[WARNING]" in line]
     assert len(complaints) < 100, f"{len(complaints)} error/warning lines for one restart:\n" + "\n".join(
         complaints[:40])
+
+
+@pytest.mark.timeout(300)
+def test_a_checkpoint_read_begun_while_the_broker_is_away_waits_for_it_and_returns_the_checkpoints(
+        tmp_path: Path) -> None:
+    """What a direct worker reads when it (re)joins its group, its checkpoints (``CheckpointStore.load``), is read
+    again while the broker is away (``rejoin.while_broker_away``): the read starts with the broker stopped, the
+    broker comes back on its own ports 8 s later, and the read returns the checkpoint written before. Read once,
+    the same load fails on the stopped broker (it used to end the worker, exit 75, a supervisor needed)."""
+    with own_broker(tmp_path / "broker") as broker:
+        settings = Settings(bootstrap_servers=broker.bootstrap, app_id="rejoin", snapshot_read_timeout_s=10)
+        store = CheckpointStore(settings, outbox=None)  # type: ignore[arg-type]  # load reads; it sends nothing
+        store.ensure_topic()
+        producer = kafka_clients.producer(settings)
+        producer.send(store.topic, key=codec.encode_key("rank:0"), value=b"the ranking's state")
+        producer.flush()
+        producer.close()
+        assert store.load({"rank:0"}) == {"rank:0": b"the ranking's state"}
+
+        kafka_local.stop(broker)
+        with pytest.raises(BrokerUnavailable):
+            store.load({"rank:0"})
+        back = threading.Timer(8.0, kafka_local.start, args=(broker,))
+        back.start()
+        began = time.monotonic()
+        try:
+            found = while_broker_away("the checkpoints", lambda: store.load({"rank:0"}), 120.0)
+        finally:
+            back.join()
+        assert found == {"rank:0": b"the ranking's state"}
+        assert time.monotonic() - began >= 8.0  # it waited for the broker, not for an answer from elsewhere
