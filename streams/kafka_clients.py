@@ -366,14 +366,14 @@ def decode_snapshot(record: KafkaRecord) -> BlacklistSnapshot | None:
 
 def latest_snapshot(settings: Settings, cluster_id: str | None = None, *, missing_ok: bool = True,
                     decode: Callable[[KafkaRecord], BlacklistSnapshot | None] = decode_snapshot,
-                    poll_timeout_s: float = 0.5) -> BlacklistSnapshot | None:
+                    poll_timeout_s: float = 0.5, timeout_s: float | None = None) -> BlacklistSnapshot | None:
     """The newest BlacklistSnapshot of ``cluster_id`` (default: the settings') on ``blacklist-snapshot``: what
     the adapters resynchronise from and the ranking continues after. ``decode`` may count and report bad
     records; see ``read_to_end`` for the rest."""
     cluster = settings.cluster_id if cluster_id is None else cluster_id
     latest: BlacklistSnapshot | None = None
     for record in read_to_end(settings, BLACKLIST_SNAPSHOT.name, missing_ok=missing_ok,
-                              poll_timeout_s=poll_timeout_s):
+                              poll_timeout_s=poll_timeout_s, timeout_s=timeout_s):
         snapshot = decode(record)
         if snapshot is not None and snapshot.cluster_id == cluster and (
             latest is None or snapshot.version >= latest.version

@@ -261,16 +261,18 @@ def ranked_figures(progress: ProgressWatch, first_mark: tuple[int, int], normali
     """
     marks = counted(progress.ranked_marks)
     if not marks:
-        return {"ranked": 0, "ranking_finished": False, "ranked_per_s": None, "ranked_sustained_per_s": None,
-                "ranked_basis": None, "ranking_lag_s": None}
+        return {"ranked": 0, "ranking_finished": False, "ranked_per_s": None, "ranked_per_s_basis": None,
+                "ranked_sustained_per_s": None, "ranked_basis": None, "ranking_lag_s": None}
     per_s, basis = sustained(marks, started_wall * 1000)
     done = progress.ranking_done  # a ranking cut off by the window has no lag to tell yet
     (t0, c0), (t1, c1) = first_mark, marks[-1]
     # a tiny run can rank everything within a second of its first mark: then from the workers' start, as ``sustained``
-    overall = (rate(c1 - c0, (t1 - t0) / 1000) if c1 > c0 and t1 - t0 >= MIN_SPAN_MS
-               else rate(c1, max(t1 - started_wall * 1000, 1.0) / 1000))
-    return {"ranked": c1, "ranking_finished": done, "ranked_per_s": overall, "ranked_sustained_per_s": per_s,
-            "ranked_basis": basis, "ranking_lag_s": (t1 - normalised_ms) / 1000 if done else None}
+    spans = c1 > c0 and t1 - t0 >= MIN_SPAN_MS
+    overall = rate(c1 - c0, (t1 - t0) / 1000) if spans else rate(c1, max(t1 - started_wall * 1000, 1.0) / 1000)
+    return {"ranked": c1, "ranking_finished": done, "ranked_per_s": overall,
+            "ranked_per_s_basis": "first mark to last ranking" if spans else "from start",
+            "ranked_sustained_per_s": per_s, "ranked_basis": basis,
+            "ranking_lag_s": (t1 - normalised_ms) / 1000 if done else None}
 
 
 def scenario(workdir: Path, settings: Settings, events: list[Event], records: list[tuple[str, bytes, bytes]],

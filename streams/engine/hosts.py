@@ -8,6 +8,7 @@ A host holds one ``Slot`` per source partition it was assigned (the ranking: par
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -37,7 +38,7 @@ from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_a
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage, RankStage
-from streams.engine.rejoin import REJOIN_READ_S, while_broker_away
+from streams.engine.rejoin import while_broker_away
 from streams.engine.store import Outbox, Slot
 from streams.serde import codec, fast_decode
 from streams.serde import topics as registry
@@ -280,12 +281,14 @@ class RankHost(Host[PublishedRanking]):
         self.repeats = RepeatsLog()
         # whether the last ``take`` made its checkpoint due at once, past the worker's spacing (``take``)
         self.at_once = False
+        # when what ``load`` reads must be read by (time.monotonic; the worker sets it per assignment: rejoin.py)
+        self.reads_until = math.inf
         super().__init__(outbox, lambda _: "rank:0", lambda _: PublishedRanking(RankStage(config, partitions)))
 
     def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:
         ranking = slot.state
-        published = while_broker_away(
-            "the published blacklist", lambda: kafka_clients.latest_snapshot(self.settings), REJOIN_READ_S)
+        published = while_broker_away("the published blacklist", lambda left: kafka_clients.latest_snapshot(
+            self.settings, timeout_s=left), self.reads_until)
         if ranking.resume(published, restored):
             log.warning("cold start: continuing from the published blacklist version %d", ranking.published_version)
         log.info("deltas up to version %d are already published", ranking.published_version)

@@ -209,10 +209,11 @@ class CheckpointStore:
         finally:
             client.close()
 
-    def load(self, keys: set[str]) -> dict[str, bytes]:
-        """The latest checkpoint of each of ``keys`` on the topic (read to its end); absent keys have none."""
+    def load(self, keys: set[str], timeout_s: float | None = None) -> dict[str, bytes]:
+        """The latest checkpoint of each of ``keys`` on the topic (read to its end, within ``timeout_s``: see
+        ``read_to_end``); absent keys have none."""
         found: dict[str, bytes] = {}
-        for record in kafka_clients.read_to_end(self.settings, self.topic):
+        for record in kafka_clients.read_to_end(self.settings, self.topic, timeout_s=timeout_s):
             key = codec.decode_key(record.key)
             if key in keys:
                 if record.value:

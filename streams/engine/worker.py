@@ -355,10 +355,12 @@ class DirectWorker:
         keys = set[str]().union(*(h.keys(partitions) for h in hosts))
         if self.rank is not None:
             keys |= self.rank.keys(ranks)
-        saved = while_broker_away("the checkpoints", lambda: self.store.load(keys), REJOIN_READ_S)
+        deadline = time.monotonic() + REJOIN_READ_S  # both reads (rejoin.py)
+        saved = while_broker_away("the checkpoints", lambda left: self.store.load(keys, left), deadline)
         for host in hosts:
             host.load(partitions, saved)
         if self.rank is not None:
+            self.rank.reads_until = deadline
             self.rank.load(ranks, saved)
         for tp in sorted(assigned):
             self.seek(tp)

@@ -62,7 +62,7 @@ class Run:
                  stop_after: int | None = None, min_s: float = CHECKPOINT_MIN_S, idle_takes: int = 0) -> None:
         self.sent = Outbox()
         host = RankHost(Settings(**SETTINGS), PARTITIONS, self.sent)  # type: ignore[arg-type]
-        monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: published)
+        monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: published)
         host.load({0}, saved or {})
         self.dues: list[bool] = []
         self.published: list[bool] = []  # whether the take published (sent anything)
@@ -154,7 +154,7 @@ def test_a_ranking_made_without_an_idle_partition_is_checkpointed_at_once(
     """Found in review: a ranking made because a normalising partition was declared idle depends on the wall
     clock, so a restart would not make it again from the log (the partition's marks are there by then) and the
     next delta would be computed against another blacklist. Such a take checkpoints even within the interval."""
-    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
     only_zero = [item for item in feed if getattr(item.record, "partition", 0) == 0]  # partition 1 falls silent
     host = RankHost(Settings(**SETTINGS, idle_stream_timeout_s=2), PARTITIONS, Outbox())  # type: ignore[arg-type]
     host.idle._clock = clock  # the engine's idle clock on the same fake wall clock

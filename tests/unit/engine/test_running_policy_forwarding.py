@@ -105,7 +105,7 @@ def normalised(events: list[Event], **settings: Any) -> Outbox:
 def ranked(feed: list[tuple[Any, tuple[tuple[str, bytes], ...]]], monkeypatch: pytest.MonkeyPatch
            ) -> tuple[list[BlacklistDelta], list[BlacklistSnapshot]]:
     """What the ranking host publishes from ``feed`` (records with their headers), read in polls of 100."""
-    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)  # nothing published yet
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)  # nothing published yet
     sent = Outbox()
     host = RankHost(Settings(**SETTINGS), PARTITIONS, sent)  # type: ignore[arg-type]
     host.load({0}, {})
@@ -361,7 +361,7 @@ def test_task_events_forwarded_one_by_one_by_an_older_worker_are_still_taken_onc
     still read after an upgrade: each event observed once, a repeat of its place dropped, as in a batch."""
     from streams.serde.topics import source_header
 
-    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
     host = RankHost(Settings(**SETTINGS), 1, Outbox())  # type: ignore[arg-type]
     host.load({0}, {})
     start = TaskStart("j", "t", 0, "n1", 5_000_000)
@@ -376,7 +376,7 @@ def test_task_events_forwarded_one_by_one_by_an_older_worker_are_still_taken_onc
 def test_one_invalid_event_of_a_batch_is_dead_lettered_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """A ranking refuses what it would refuse alone (a rolling upgrade may tighten validation): that event goes to
     dead-letters under its place on task-events, the batch's valid events reach the detector."""
-    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings: None)
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
     sent = Outbox()
     host = RankHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
     host.load({0}, {})
