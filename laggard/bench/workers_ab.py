@@ -8,7 +8,10 @@ rate from the workers' start to the last ranking (``overall_ranked_per_s``: star
 where a catch-up's bursts of rankings fall). A count ``2:S`` sets ``LAGGARD_RANKING_SHARE=S`` for a tree with the
 ranking-aware assignor (branch ``assignor``); main ignores it.
 
-    python -m laggard.bench.workers_ab [N] COUNT[:SHARE] ...      e.g. 500000 1 2 1 2
+    python -m laggard.bench.workers_ab [N] COUNT[:SHARE] ... [--trace SPEC]     e.g. 500000 1 2 1 2
+
+``--trace`` replaces Google's events with another trace's first ``N`` (a dense synthetic cluster: few ranking
+boundaries per event, as live).
 """
 
 from __future__ import annotations
@@ -27,26 +30,32 @@ from laggard.bench.kafka import encoded, scenario
 from producers.registry import open_trace
 from streams.settings import Settings
 
-KEYS = ("sustained_per_s", "ranked", "ranked_per_s", "ranked_sustained_per_s", "ranking_finished", "ranking_lag_s",
+KEYS = ("sustained_per_s", "ranked", "ranked_per_s", "ranked_per_s_basis", "ranked_sustained_per_s",
+        "ranking_finished", "ranking_lag_s",
         "worker_cpu_percent", "restarts", "seconds_from_start", "startup_seconds")
 
 
 def main(argv: list[str]) -> None:
+    spec = google_events_spec(Settings())
+    if "--trace" in argv:
+        at = argv.index("--trace")
+        spec, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     n = int(argv[0]) if argv and argv[0].isdigit() else 500_000
     counts = argv[1:] if argv and argv[0].isdigit() else argv
-    events = list(itertools.islice(open_trace(google_events_spec(Settings())), n))
+    events = list(itertools.islice(open_trace(spec), n))
     records = encoded(events)
     with tempfile.TemporaryDirectory(prefix="laggard-workers-ab-") as workdir, own_broker(Path(workdir)) as broker:
         settings = Settings(bootstrap_servers=broker.bootstrap, topic_partitions=2)
-        for item in counts or ["1", "2"]:
+        for index, item in enumerate(counts or ["1", "2"]):
             count, _, share = item.partition(":")
             if share:
                 os.environ["LAGGARD_RANKING_SHARE"] = share
             else:
                 os.environ.pop("LAGGARD_RANKING_SHARE", None)
-            result = scenario(Path(workdir), settings, events, records, int(count), 300, measure_consume=False,
+            # the raw consume rate of the same records, once, before the first scenario
+            result = scenario(Path(workdir), settings, events, records, int(count), 300, measure_consume=index == 0,
                               engine="direct")
-            out = {key: result.get(key) for key in KEYS}
+            out = {key: result.get(key) for key in ("consume_per_s", *KEYS) if key in result}
             end = (result.get("seconds_from_start") or 0) + (result.get("ranking_lag_s") or 0)
             out["overall_ranked_per_s"] = result["ranked"] / end if result.get("ranking_finished") and end else None
             sys.stdout.write(orjson.dumps({"workers": item, **out}).decode() + "\n")
