@@ -3,12 +3,11 @@
 ``laggard bench`` measures each worker count once; on a shared 2-core machine one run's ratio moves by a third.
 This pre-loads the first ``N`` Google task/job events once per scenario (as the bench's Kafka stage does, 2
 partitions, fresh topics each time) and runs ``laggard.bench.kafka.scenario`` for each worker count given, in
-order, printing one JSON line per scenario: the normalised and ranked rates as the bench computes them, and the
-rate from the workers' start to the last ranking (``overall_ranked_per_s``: start-up included, not moved by
-where a catch-up's bursts of rankings fall). A count ``2:S`` sets ``LAGGARD_RANKING_SHARE=S`` for a tree with the
-ranking-aware assignor (branch ``assignor``); main ignores it.
+order, printing one JSON line per scenario: the normalised and ranked rates as the bench computes them
+(``ranked_per_s``, from the first progress mark to the last ranking, is the one its targets use), and the rate from
+the workers' start to the last ranking (``overall_ranked_per_s``: start-up included).
 
-    python -m laggard.bench.workers_ab [N] COUNT[:SHARE] ... [--trace SPEC]     e.g. 500000 1 2 1 2
+    python -m laggard.bench.workers_ab [N] COUNT ... [--trace SPEC]     e.g. 500000 1 2 1 2
 
 ``--trace`` replaces Google's events with another trace's first ``N`` (a dense synthetic cluster: few ranking
 boundaries per event, as live).
@@ -17,7 +16,6 @@ boundaries per event, as live).
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -46,19 +44,14 @@ def main(argv: list[str]) -> None:
     records = encoded(events)
     with tempfile.TemporaryDirectory(prefix="laggard-workers-ab-") as workdir, own_broker(Path(workdir)) as broker:
         settings = Settings(bootstrap_servers=broker.bootstrap, topic_partitions=2)
-        for index, item in enumerate(counts or ["1", "2"]):
-            count, _, share = item.partition(":")
-            if share:
-                os.environ["LAGGARD_RANKING_SHARE"] = share
-            else:
-                os.environ.pop("LAGGARD_RANKING_SHARE", None)
+        for index, count in enumerate(counts or ["1", "2"]):
             # the raw consume rate of the same records, once, before the first scenario
             result = scenario(Path(workdir), settings, events, records, int(count), 300, measure_consume=index == 0,
                               engine="direct")
             out = {key: result.get(key) for key in ("consume_per_s", *KEYS) if key in result}
             end = (result.get("seconds_from_start") or 0) + (result.get("ranking_lag_s") or 0)
             out["overall_ranked_per_s"] = result["ranked"] / end if result.get("ranking_finished") and end else None
-            sys.stdout.write(orjson.dumps({"workers": item, **out}).decode() + "\n")
+            sys.stdout.write(orjson.dumps({"workers": count, **out}).decode() + "\n")
             sys.stdout.flush()
 
 

@@ -85,7 +85,9 @@ class Host(Generic[S]):
         self.outbox, self.key, self.make = outbox, key, make
         self.slots: dict[int, Slot[S]] = {}
 
-    def load(self, partitions: set[int], saved: dict[str, bytes]) -> None:
+    def load(self, partitions: set[int], saved: dict[str, bytes], reads_until: float = math.inf) -> None:
+        """Make, and restore from ``saved``, the slots of ``partitions``; what ``loaded`` reads from the broker is
+        read by ``reads_until`` (time.monotonic; the worker's rejoin deadline: rejoin.py)."""
         for partition in sorted(partitions):
             slot = Slot(self.key(partition), self.make(partition))
             state, offsets = unpack(saved.get(slot.key))
@@ -97,10 +99,10 @@ class Host(Generic[S]):
                     log.info("%r resumes from its checkpoint at %s", slot.key, offsets)
                 except ValueError as exc:
                     log.warning("%s: %s; cold start", slot.key, exc)
-            self.loaded(slot, restored)
+            self.loaded(slot, restored, reads_until)
             self.slots[partition] = slot
 
-    def loaded(self, slot: Slot[S], restored: bool) -> None:
+    def loaded(self, slot: Slot[S], restored: bool, reads_until: float) -> None:
         """Called once per slot after restoring it."""
 
     def keys(self, partitions: set[int]) -> set[str]:
@@ -281,14 +283,12 @@ class RankHost(Host[PublishedRanking]):
         self.repeats = RepeatsLog()
         # whether the last ``take`` made its checkpoint due at once, past the worker's spacing (``take``)
         self.at_once = False
-        # when what ``load`` reads must be read by (time.monotonic; the worker sets it per assignment: rejoin.py)
-        self.reads_until = math.inf
         super().__init__(outbox, lambda _: "rank:0", lambda _: PublishedRanking(RankStage(config, partitions)))
 
-    def loaded(self, slot: Slot[PublishedRanking], restored: bool) -> None:
+    def loaded(self, slot: Slot[PublishedRanking], restored: bool, reads_until: float) -> None:
         ranking = slot.state
         published = while_broker_away("the published blacklist", lambda left: kafka_clients.latest_snapshot(
-            self.settings, timeout_s=left), self.reads_until)
+            self.settings, timeout_s=left), reads_until)
         if ranking.resume(published, restored):
             log.warning("cold start: continuing from the published blacklist version %d", ranking.published_version)
         log.info("deltas up to version %d are already published", ranking.published_version)

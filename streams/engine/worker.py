@@ -358,10 +358,9 @@ class DirectWorker:
         deadline = time.monotonic() + REJOIN_READ_S  # both reads (rejoin.py)
         saved = while_broker_away("the checkpoints", lambda left: self.store.load(keys, left), deadline)
         for host in hosts:
-            host.load(partitions, saved)
+            host.load(partitions, saved, deadline)
         if self.rank is not None:
-            self.rank.reads_until = deadline
-            self.rank.load(ranks, saved)
+            self.rank.load(ranks, saved, deadline)
         for tp in sorted(assigned):
             self.seek(tp)
         log.info("assigned %s", sorted((tp.topic, tp.partition) for tp in assigned))

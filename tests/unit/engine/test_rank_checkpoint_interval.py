@@ -76,8 +76,9 @@ class Run:
             clock.now += 1.0
             sent_before, deltas_before = len(self.sent.records), len(self.on("blacklist-deltas"))
             due = host.take(feed[start:start + POLL], lambda: None)
-            written = bool((host.at_once and due) or spacing.ready([slot] if due else [], clock.now)
-                           or spacing.overdue(clock.now))
+            # as DirectWorker.process and its loop: at once, else spaced, else overdue (at_once implies due)
+            spaced = spacing.ready([slot] if due else [], clock.now)
+            written = bool(host.at_once or spaced or spacing.overdue(clock.now))
             self.dues.append(written)
             self.published.append(len(self.sent.records) > sent_before)
             self.delta_takes.append(len(self.on("blacklist-deltas")) > deltas_before)
