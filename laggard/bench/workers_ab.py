@@ -33,14 +33,24 @@ KEYS = ("sustained_per_s", "ranked", "ranked_per_s", "ranked_per_s_basis", "rank
         "worker_cpu_percent", "restarts", "seconds_from_start", "startup_seconds")
 
 
+USAGE = "usage: python -m laggard.bench.workers_ab [N] COUNT ... [--trace SPEC]   e.g. 500000 1 2 1 2"
+
+
 def main(argv: list[str]) -> None:
     spec = google_events_spec(Settings())
     if "--trace" in argv:
         at = argv.index("--trace")
+        if at + 1 >= len(argv):
+            raise SystemExit(f"--trace needs a trace spec\n{USAGE}")
         spec, argv = argv[at + 1], argv[:at] + argv[at + 2:]
     n = int(argv[0]) if argv and argv[0].isdigit() else 500_000
     counts = argv[1:] if argv and argv[0].isdigit() else argv
-    events = list(itertools.islice(open_trace(spec), n))
+    if not all(count.isdigit() and int(count) > 0 for count in counts):
+        raise SystemExit(f"worker counts must be positive integers, not {' '.join(counts)!r}\n{USAGE}")
+    try:
+        events = list(itertools.islice(open_trace(spec), n))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"cannot read the trace {spec!r}: {exc}") from None
     records = encoded(events)
     with tempfile.TemporaryDirectory(prefix="laggard-workers-ab-") as workdir, own_broker(Path(workdir)) as broker:
         settings = Settings(bootstrap_servers=broker.bootstrap, topic_partitions=2)
