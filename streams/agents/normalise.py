@@ -24,7 +24,7 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
-from streams.agents.records import forwarded_batches
+from streams.agents.records import forwarded_rows
 from streams.core.events import Event, TaskEvent
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage
@@ -73,13 +73,12 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         if emitted.progress is not None:
             outputs.track(await send(wiring.ranking_feed, wiring.cluster_id, emitted.progress))
 
-    async def forward(events: list[RawEvent]) -> None:
+    async def forward(events: list[tuple[RawEvent, TaskEvent]]) -> None:
         # Valid task events to the ranking's detector, before the marks processing them leads to: every event of a
-        # partition before a boundary is on the feed before the partition's mark past it. The bytes as read, in
-        # TaskEventBatch records that name where (the ranking drops what a restart forwards again).
-        read = ((e.message.topic, e.message.partition, e.message.offset, cast(bytes, e.message.value))  # it decoded
-                for e in events)
-        for value in forwarded_batches(read):
+        # partition before a boundary is on the feed before the partition's mark past it. The values it takes, in
+        # TaskRows records that name where (the ranking drops what a restart forwards again).
+        read = ((e.message.topic, e.message.partition, e.message.offset, record) for e, record in events)
+        for value in forwarded_rows(read):
             outputs.track(await send_raw(wiring.ranking_feed, feed_key, value))
 
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
@@ -96,7 +95,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     async def normalise_tasks(stream: RawStream) -> None:
         async for batch in unacked_batches(stream, BATCH_MAX, BATCH_WITHIN_S, "normalise_tasks", wiring.progress):
             async with lock:
-                by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event], list[RawEvent]]] = {}
+                by_partition: dict[int, tuple[Slot[NormalizeStage], list[Event], list[tuple[RawEvent, TaskEvent]]]] = {}
                 for event in batch:
                     backlog.processed((event.message.topic, event.message.partition), event.message.offset)
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.task_events_types)
@@ -105,7 +104,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                                                                        (admitted.slot, [], []))
                         events.append(admitted.record)
                         if forwards and isinstance(admitted.record, TaskEvent):
-                            forwarded.append(event)
+                            forwarded.append((event, admitted.record))
                 for slot, events, forwarded in by_partition.values():
                     await forward(forwarded)
                     await step(stream, slot, events)

@@ -20,8 +20,8 @@ from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send, send_raw
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
-from streams.agents.records import RepeatsLog, published, refused_forwarded
-from streams.core.events import Progress, TaskEvent, TaskEventBatch
+from streams.agents.records import RepeatsLog, published, refused_forwarded, refused_rows
+from streams.core.events import Progress, TaskEvent, TaskEventBatch, TaskRows
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
 from streams.health import ReadProgress
@@ -110,10 +110,17 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                     admitted = await states.admit(stream, event, wiring.dead_letters, wiring.ranking_feed_types)
                     if admitted is not None:
                         slot = admitted.slot
-                        if isinstance(admitted.record, TaskEventBatch):  # forwarded
-                            again, refused = slot.state.stage.observe_batch(admitted.record)
+                        record = admitted.record
+                        if isinstance(record, TaskRows | TaskEventBatch):  # forwarded
+                            stamp = event.message.timestamp
+                            if isinstance(record, TaskRows):
+                                again, refused_at = slot.state.stage.observe_rows(record)
+                                letters = refused_rows(record, refused_at, stamp)
+                            else:  # the events' own bytes, from a worker before session 23
+                                again, refused = slot.state.stage.observe_batch(record)
+                                letters = refused_forwarded(record, refused, stamp)
                             repeats += again
-                            for letter in refused_forwarded(admitted.record, refused, event.message.timestamp):
+                            for letter in letters:
                                 outputs.track(await send_raw(wiring.dead_letters, letter.key, codec.encode(letter)))
                         elif isinstance(admitted.record, TaskEvent):  # forwarded one by one, before the batches
                             repeats += not slot.state.stage.observe(admitted.record, source_of(event.message.headers))

@@ -19,15 +19,16 @@ from collections.abc import Iterable
 from typing import TypeVar, cast
 
 from streams import metrics
-from streams.core.events import DeadLetter, Event, TaskEvent, TaskEventBatch, validate
+from streams.core.events import DeadLetter, Event, TaskEvent, TaskEventBatch, TaskRows, validate
 from streams.core.publication import Publication
+from streams.core.task_rows import Row, event_of_row, rows_record
 from streams.serde import codec
 from streams.serde import topics as registry
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
-# A forwarded batch's events at most this many bytes (as read): well under a broker's default 1 MB message limit
-# and a producer's default request size; ~4,500 Google task events.
+# A forwarded record's rows at most about this many bytes: well under a broker's default 1 MB message limit and a
+# producer's default request size; ~7,000 Google task events.
 FORWARD_MAX_BYTES = 256 * 1024
 
 
@@ -90,35 +91,52 @@ class RepeatsLog:
             self.count, self._next = 0, now + self.every_s
 
 
-def forwarded_batches(read: Iterable[tuple[str, int, int, bytes]]) -> list[bytes]:
-    """The ``TaskEventBatch`` records forwarding ``read``: valid task events as (topic, partition, offset, value),
-    in the order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of events (an
-    event larger than that in a record of its own), in that order (the ranking drops an event at or before the last
-    offset it took from the same source).
+def forwarded_rows(read: Iterable[tuple[str, int, int, TaskEvent]]) -> list[bytes]:
+    """The ``TaskRows`` records forwarding ``read``: valid task events as (topic, partition, offset, event), in the
+    order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of rows (counted as
+    their ids' characters and 24 bytes of numbers: a string's UTF-8 is at most four times its characters, still under
+    a broker's 1 MB), in that order (the ranking drops a row at or before the last offset it took from the source).
 
     >>> from streams.core.events import TaskStart
-    >>> value = codec.encode(TaskStart("j", "t", 0, "n1", 5))
-    >>> batches = forwarded_batches([("task-events", 1, 7, value), ("task-events", 1, 9, value),
-    ...                              ("job-events", 1, 4, value)])
-    >>> [(b.source, b.offsets) for b in map(codec.decode, batches)]
-    [('task-events:1', (7, 9)), ('job-events:1', (4,))]
+    >>> start = TaskStart("j", "t", 0, "n1", 5)
+    >>> records = forwarded_rows([("task-events", 1, 7, start), ("task-events", 1, 9, start),
+    ...                           ("job-events", 1, 4, start)])
+    >>> [(r.source, r.offsets, r.kinds) for r in map(codec.decode, records)]
+    [('task-events:1', (7, 9), (0, 0)), ('job-events:1', (4,), (0,))]
     """
     out: list[bytes] = []
-    offsets: list[int] = []
-    values: list[bytes] = []
+    run: list[tuple[int, TaskEvent]] = []
     source, size = "", 0
-    for topic, partition, offset, value in read:
+    for topic, partition, offset, event in read:
         here = f"{topic}:{partition}"
-        if values and (here != source or size + len(value) > FORWARD_MAX_BYTES):
-            out.append(codec.encode_forwarded(source, offsets, values))
-            offsets, values, size = [], [], 0
+        weight = len(event.job_id) + len(event.task_id) + len(event.node_id) + 24
+        if run and (here != source or size + weight > FORWARD_MAX_BYTES):
+            out.append(codec.encode(rows_record(source, run)))
+            run, size = [], 0
         source = here
-        offsets.append(offset)
-        values.append(value)
-        size += len(value)
-    if values:
-        out.append(codec.encode_forwarded(source, offsets, values))
+        run.append((offset, event))
+        size += weight
+    if run:
+        out.append(codec.encode(rows_record(source, run)))
     return out
+
+
+def refused_rows(rows: TaskRows, refused: list[tuple[int, Row, str]], timestamp_s: float | None) -> list[DeadLetter]:
+    """The dead letters of the rows of a forwarded ``TaskRows`` the ranking refused (``RankStage.observe_rows``): each
+    under its place on its source topic, the event it stands for (``event_of_row``) as the codec writes it, the
+    reason saying it came forwarded.
+
+    >>> from streams.core.events import TaskStart
+    >>> from streams.core.task_rows import rows_record
+    >>> rows = rows_record("task-events:2", [(5, TaskStart("j", "t", 0, "n1", -1))])
+    >>> [(d.source_topic, d.partition, d.offset, d.reason) for d in refused_rows(
+    ...     rows, [(5, rows.row(0), "negative ts_us: -1")], None)]
+    [('task-events', 2, 5, 'forwarded to the ranking: negative ts_us: -1')]
+    """
+    topic, _, partition = rows.source.rpartition(":")
+    return [dead_letter(topic, int(partition) if partition.isdigit() else -1, offset, codec.encode_key(row[2]),
+                        codec.encode(event_of_row(row)), f"forwarded to the ranking: {reason}", timestamp_s)
+            for offset, row, reason in refused]
 
 
 def refused_forwarded(batch: TaskEventBatch, refused: list[tuple[int, TaskEvent, str]], timestamp_s: float | None

@@ -163,6 +163,29 @@ class TaskEventBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskRows:
+    """Valid task events of one input partition (``source``: ``topic:partition``), forwarded to a ranking whose
+    detector watches them, in the order read, as columns of the values it takes (``streams.core.task_rows``): one
+    row per event, each with its offset there. Replaces ``TaskEventBatch``, whose events the ranking decoded again
+    (issue 18)."""
+
+    source: str
+    offsets: tuple[int, ...]
+    ts_us: tuple[int, ...]
+    kinds: tuple[int, ...]
+    job_ids: tuple[str, ...]
+    task_ids: tuple[str, ...]
+    node_ids: tuple[str, ...]
+    values: tuple[int, ...]
+    progress_ppm: tuple[int, ...]
+
+    def row(self, i: int) -> tuple[int, int, str, str, str, int, int]:
+        """Row ``i``: (ts_us, kind, job, task, node, value, progress_ppm)."""
+        return (self.ts_us[i], self.kinds[i], self.job_ids[i], self.task_ids[i], self.node_ids[i], self.values[i],
+                self.progress_ppm[i])
+
+
+@dataclass(frozen=True, slots=True)
 class NodeScore:
     """Window statistics of one node's z-values; the interval is absent for n < 2."""
 
@@ -271,12 +294,14 @@ class BlacklistSnapshot:
         return frozenset(entry.node_id for entry in self.nodes)
 
 
-def validate(event: Event | NodeSummary | TaskEventBatch) -> str | None:
+def validate(event: Event | NodeSummary | TaskEventBatch | TaskRows) -> str | None:
     """Return why ``event`` is invalid (SPEC 2), or None when it is valid."""
     if isinstance(event, NodeSummary):
         return _summary_problem(event)
     if isinstance(event, TaskEventBatch):
         return _batch_problem(event)
+    if isinstance(event, TaskRows):
+        return _rows_problem(event)
     if event.ts_us < 0:
         return f"negative ts_us: {event.ts_us}"
     if isinstance(event, TaskFinish):
@@ -317,6 +342,19 @@ def _batch_problem(batch: TaskEventBatch) -> str | None:
     for event in batch.events:
         if not isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
             return f"a {type(event).__name__} among forwarded task events"
+    return None
+
+
+def _rows_problem(rows: TaskRows) -> str | None:
+    """The record's shape: one value per row in every column, offsets increasing from 0 or more. Each row is judged
+    on its own (``task_rows.row_problem``, in ``RankStage.observe_rows``)."""
+    count = len(rows.offsets)
+    columns = (rows.ts_us, rows.kinds, rows.job_ids, rows.task_ids, rows.node_ids, rows.values, rows.progress_ppm)
+    if any(len(column) != count for column in columns):
+        return f"task rows with columns of {sorted({len(column) for column in columns})} values for {count} offsets"
+    offsets = rows.offsets
+    if any(later <= earlier for earlier, later in itertools.pairwise(offsets)) or min(offsets, default=0) < 0:
+        return f"forwarded task rows' offsets do not increase from 0 or more: {offsets[:3]}..."
     return None
 
 

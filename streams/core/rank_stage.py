@@ -39,11 +39,13 @@ from streams.core.events import (
     Progress,
     TaskEvent,
     TaskEventBatch,
+    TaskRows,
     validate,
 )
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import RankingConfig
+from streams.core.task_rows import Row, event_of_row, row_problem
 
 # 2: summaries beside single samples (issue 18); an older snapshot means a cold start.
 SNAPSHOT_VERSION = 2
@@ -149,6 +151,47 @@ class RankStage:
                 refused.append((offset, event, problem))
             elif not observe(event, (source, offset)):
                 repeats += 1
+        return repeats, refused
+
+    def observe_rows(self, rows: TaskRows) -> tuple[int, list[tuple[int, Row, str]]]:
+        """``observe_batch`` of task events forwarded as rows (``streams.core.task_rows``: what a Kafka worker's
+        normaliser sends): each valid row to the detector (its ``observe_row``; the event it stands for to one
+        without), repeats dropped by offset as ``observe`` drops them. How many were repeats, and the (offset, row,
+        reason) of those refused (``row_problem``).
+
+        >>> from streams.core.events import TaskStart
+        >>> from streams.core.task_rows import rows_record
+        >>> rank = RankStage(RankingConfig(policy="running"), partitions=1)
+        >>> starts = [(offset, TaskStart("j", f"t{offset}", 0, "n1", 5)) for offset in (7, 8, 9)]
+        >>> rank.observe_rows(rows_record("task-events:0", starts))
+        (0, [])
+        >>> again = rows_record("task-events:0", starts[1:] + [(10, TaskStart("j", "t10", 0, "n1", 6))])
+        >>> rank.observe_rows(again), rank.observed
+        ((2, []), 4)
+        """
+        detector, repeats, refused = self.ranker.detector, 0, []
+        observe_row = getattr(detector, "observe_row", None)
+        if observe_row is None and observes_tasks(detector):
+            observe_row = _as_event(detector)
+        source, last = rows.source, self._sources.get(rows.source, -1)
+        watch_first = self._watches and self._next_boundary is None
+        for i, offset in enumerate(rows.offsets):
+            if offset <= last:
+                repeats += 1
+                continue
+            row = rows.row(i)
+            problem = row_problem(*row)
+            if problem is not None:
+                refused.append((offset, row, problem))
+                continue
+            last = offset
+            if observe_row is not None:
+                observe_row(*row)
+            self.observed += 1
+            if watch_first and (self._first_observed is None or row[0] < self._first_observed):
+                self._first_observed = row[0]
+        if last >= 0:
+            self._sources[source] = last
         return repeats, refused
 
     def progress(self, mark: Progress) -> list[RankResult]:
@@ -278,6 +321,15 @@ class RankStage:
         first = state.get("first_observed")  # absent before h62: only a ranking that had not started misses it
         self._first_observed = None if first is None else int(first)
         self._sources = {str(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
+
+
+def _as_event(detector: Any) -> Any:
+    """A row handed to a task observer without ``observe_row``: the event it stands for (``event_of_row``)."""
+
+    def observe(*row: Any) -> None:
+        detector.observe(event_of_row(row))
+
+    return observe
 
 
 def _record_row(record: FeedRecord) -> tuple[str, list[Any]]:

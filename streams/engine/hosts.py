@@ -26,13 +26,14 @@ from streams.agents.idle_rules import (
 from streams.agents.records import (
     RepeatsLog,
     dead_letter,
-    forwarded_batches,
+    forwarded_rows,
     published,
     reason_to_refuse,
     refused_forwarded,
+    refused_rows,
 )
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
-from streams.core.events import Event, StragglerPrediction, TaskEvent, TaskEventBatch
+from streams.core.events import Event, StragglerPrediction, TaskEvent, TaskEventBatch, TaskRows
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage, predict_checkpoint_due_after
 from streams.core.publication import Publication, PublishedRanking
@@ -163,7 +164,7 @@ class NormaliseHost(Host[NormalizeStage]):
                 else:
                     events.append(item.record)
                     if self.forwards and isinstance(item.record, TaskEvent):
-                        forwarded.append(item.raw)
+                        forwarded.append(item)
         if not events:
             return False
         self.forward(forwarded)
@@ -181,12 +182,13 @@ class NormaliseHost(Host[NormalizeStage]):
         # records: about one held event written per record read, whatever the buffer holds.
         return due and slot.held >= stage.pending
 
-    def forward(self, raws: list[Any]) -> None:
+    def forward(self, items: list[Decoded]) -> None:
         """Valid task events to the ranking's detector, before the marks processing them leads to (so every event
-        of a partition before a boundary is on the feed before the partition's mark past it): the bytes as read,
-        in ``TaskEventBatch`` records that name where (``forwarded_batches``: the ranking drops what a restart
-        forwards again)."""
-        for value in forwarded_batches((raw.topic, raw.partition, raw.offset, raw.value) for raw in raws):
+        of a partition before a boundary is on the feed before the partition's mark past it): the values it takes,
+        in ``TaskRows`` records that name where (``forwarded_rows``: the ranking drops what a restart forwards
+        again)."""
+        for value in forwarded_rows((item.raw.topic, item.raw.partition, item.raw.offset, item.record)
+                                    for item in items):
             self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, value)
 
     def emit(self, emitted: Emitted) -> None:
@@ -309,11 +311,17 @@ class RankHost(Host[PublishedRanking]):
                 continue
             admitted = True
             record = item.record
-            if isinstance(record, TaskEventBatch):
-                again, refused = ranking.stage.observe_batch(record)
-                repeats += again
+            if isinstance(record, TaskRows | TaskEventBatch):
                 raw = item.raw
-                for letter in refused_forwarded(record, refused, raw.timestamp / 1000 if raw.timestamp else None):
+                stamp = raw.timestamp / 1000 if raw.timestamp else None
+                if isinstance(record, TaskRows):
+                    again, refused_at = ranking.stage.observe_rows(record)
+                    letters = refused_rows(record, refused_at, stamp)
+                else:  # the events' own bytes, from a worker before session 23
+                    again, refused = ranking.stage.observe_batch(record)
+                    letters = refused_forwarded(record, refused, stamp)
+                repeats += again
+                for letter in letters:
                     self.outbox.send_raw(registry.DEAD_LETTERS.name, letter.key, codec.encode(letter))
             elif isinstance(record, TaskEvent):  # forwarded one by one, by a worker before the batches
                 repeats += not ranking.stage.observe(record, registry.source_of(item.raw.headers))

@@ -50,6 +50,7 @@ RECORD_TYPES: tuple[type, ...] = (
     ev.NodeMoments,
     ev.NodeSummary,
     ev.TaskEventBatch,
+    ev.TaskRows,
     ev.NodeScore,
     ev.NodeClass,
     ev.StragglerPrediction,
@@ -127,6 +128,12 @@ def _mappers(record_type: type) -> tuple[Callable[[Any], dict[str, Any]], Callab
         return checkpoint_to, plain_from
     if record_type is ev.TaskEventBatch:
         return _batch_mappers()
+    if record_type is ev.TaskRows:
+
+        def rows_from(data: dict[str, Any]) -> Any:
+            return ev.TaskRows(data["source"], *(tuple(data[name]) for name in names[1:]))
+
+        return plain_to, rows_from
     if record_type in (ev.BlacklistDelta, ev.BlacklistSnapshot, ev.NodeSummary):
         lists = ("nodes",) if record_type is ev.BlacklistSnapshot else ("added", "removed")
         item_types: dict[str, type] = (

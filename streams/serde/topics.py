@@ -75,15 +75,16 @@ BLACKLIST_SNAPSHOT = Topic(
 # Single samples (NormalizedTask) are still accepted: records written before summaries existed, and what the
 # ranking gets under a detector that learns from samples. Under a detector that watches the task events themselves
 # (streams.core.ranker.watches_tasks: the running-task detector) every valid task event is forwarded too, before
-# the marks it leads to, in TaskEventBatch records (one per input batch and source partition, each event with its
-# offset there), which ties this topic's bytes, not its records, to the task rate (docs/architecture.md). Workers
-# before the batches forwarded one record per event with its place in the header SOURCE_HEADER; those still read.
+# the marks it leads to, in TaskRows records (one per input batch and source partition: the values the ranking takes
+# of each event, in columns, with its offset there), which ties this topic's bytes, not its records, to the task
+# rate (docs/architecture.md). Still read: TaskEventBatch records (the events' own bytes; workers before session 23)
+# and, from workers before the batches, one record per event with its place in the header SOURCE_HEADER.
 RANKING_FEED = Topic(
     "ranking-feed", "cluster_id",
-    (ev.NodeSummary, ev.Progress, ev.TaskEventBatch, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint,
+    (ev.NodeSummary, ev.Progress, ev.TaskRows, ev.TaskEventBatch, ev.NormalizedTask, ev.TaskStart, ev.TaskCheckpoint,
      ev.TaskFinish), 1,
     doc="internal: per-node summaries and progress for the ranking (and task events, for a detector watching them: "
-        "in batches, TaskEventBatch; single ones from workers before it)",
+        "as TaskRows; TaskEventBatch and single ones from workers before it)",
 )
 SOURCE_HEADER = "laggard-source"  # on a forwarded task event: b"TOPIC:PARTITION:OFFSET" it was read at (source_header)
 DEAD_LETTERS = Topic(

@@ -15,8 +15,8 @@ from streams.core.events import (
     BlacklistDelta,
     BlacklistSnapshot,
     TaskCheckpoint,
-    TaskEventBatch,
     TaskFinish,
+    TaskRows,
     TaskStart,
 )
 from streams.kafka_clients import read_to_end
@@ -67,11 +67,11 @@ def test_a_running_policy_worker_lists_the_slow_nodes_as_the_in_process_runner_d
         deltas = decoded(bootstrap, "blacklist-deltas")
         feed = list(read_to_end(Settings(bootstrap_servers=bootstrap), "ranking-feed"))
     records = [codec.decode(r.value) for r in feed]
-    batches = [r for r in records if isinstance(r, TaskEventBatch)]
+    batches = [r for r in records if isinstance(r, TaskRows)]
     forwarded = [(b.source, offset) for b in batches for offset in b.offsets]
     tasks = sum(isinstance(e, TASK_RECORDS) for e in open_trace(SPEC))
     # each task event forwarded with its own place (a start-up rebalance may forward a stretch again: dropped), in
-    # batches: far fewer feed records than task events
+    # rows records: far fewer feed records than task events
     assert not any(isinstance(r, TASK_RECORDS) for r in records), "no task event forwarded alone"
     assert len(set(forwarded)) == tasks and len(batches) < tasks / 10
     assert sorted(e.node_id for d in deltas for e in d.added) == truth["slow_nodes"]

@@ -128,6 +128,11 @@ class RunningTaskDetector:
         any order within a period."""
         self._log.observe(event)
 
+    def observe_row(self, ts: int, kind: int, job: str, task: str, node: str, value: int, ppm: int) -> None:
+        """``observe`` of the event a row stands for (``streams.core.task_rows``): what a Kafka worker's ranking
+        is sent."""
+        self._log.observe_row(ts, kind, job, task, node, value, ppm)
+
     def detect(self, window: WindowView) -> Mapping[str, Evidence]:
         end = window.end_us
         self._log.apply_before(end)

@@ -25,10 +25,11 @@ import operator
 from typing import Any
 
 from streams.core.detection.task_table import TaskTable
-from streams.core.events import Event, Status, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.events import Event, TaskCheckpoint, TaskFinish, TaskStart
+from streams.core.task_rows import CHECKPOINT, ENDED, FINISHED, SEEN, START, task_row
 
 _PPM_BITS = 20  # a buffered checkpoint holds elapsed_us << 20 | progress in millionths
-_START, _FINISH, _DROP, _CHECK = 0, 1, 2, 3
+_START, _FINISH, _DROP, _CHECK = START, FINISHED, ENDED, CHECKPOINT  # a buffered event's kind is its row's
 _TIE_ORDER = operator.itemgetter(0, 1, 3, 4, 2)  # a buffered event: time, kind, job, task, then arrival
 
 Buffered = tuple[int, int, int, str, str, str, int]  # (ts, kind, seq, job, task, node, duration or checkpoint)
@@ -50,23 +51,20 @@ class TaskLog:
 
     def observe(self, event: Event) -> None:
         """A task event (start, finish, or a checkpoint with a ``progress`` feature; job events are ignored),
-        any order within a period."""
-        if isinstance(event, TaskStart):
-            kind, duration = _START, -1
-        elif isinstance(event, TaskFinish):
-            kind = _FINISH if event.status is Status.SUCCEEDED else _DROP
-            duration = event.duration_us
-        elif isinstance(event, TaskCheckpoint):
-            progress = event.features.get("progress")
-            if progress is None or not 0 < progress <= 1 or event.elapsed_us <= 0:
-                return
-            kind, duration = _CHECK, event.elapsed_us << _PPM_BITS | round(progress * 1e6)
-        else:
+        any order within a period: its row (``task_rows.task_row``), as a Kafka worker's ranking takes it."""
+        if isinstance(event, TaskStart | TaskFinish | TaskCheckpoint):
+            self.observe_row(*task_row(event))
+
+    def observe_row(self, ts: int, kind: int, job: str, task: str, node: str, value: int, ppm: int) -> None:
+        """A task event as its row (``streams.core.task_rows``); a checkpoint without a usable progress (``SEEN``)
+        is ignored."""
+        if kind == CHECKPOINT:
+            value = value << _PPM_BITS | ppm
+        elif kind == SEEN:
             return
         self._seq += 1
-        self.first_us = event.ts_us if self.first_us is None else min(self.first_us, event.ts_us)
-        heapq.heappush(self._buffer, (event.ts_us, kind, self._seq, event.job_id, event.task_id, event.node_id,
-                                      duration))
+        self.first_us = ts if self.first_us is None else min(self.first_us, ts)
+        heapq.heappush(self._buffer, (ts, kind, self._seq, job, task, node, value))
 
     def apply_before(self, end: int) -> None:
         """Apply every buffered event before ``end`` to the table, in event-time order."""

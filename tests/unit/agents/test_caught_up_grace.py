@@ -5,15 +5,13 @@ is behind, or whose state this worker does not know, keeps the timeout. Faust-fr
 
 from __future__ import annotations
 
-import io
 import time
 
-import fastavro
 import pytest
 
 from producers.registry import open_trace
 from streams.agents.idle_rules import Backlog, IdleClock
-from streams.core.events import Event, JobFinish, JobStart, Progress, TaskEventBatch
+from streams.core.events import Event, JobFinish, JobStart, Progress, TaskRows
 from streams.engine.hosts import Decoded, NormaliseHost
 from streams.serde import codec
 from streams.settings import Settings
@@ -139,10 +137,9 @@ class Forwarded(Sent):
     batches, one entry per event), in one list with the records, so their order against the progress marks shows."""
 
     def send_raw(self, topic: str, key: bytes, value: bytes, headers: object = None) -> None:
-        # the frame alone: this test's records carry no real event bytes
-        batch = fastavro.schemaless_reader(io.BytesIO(value[codec.HEADER_SIZE:]),
-                                           codec.codec_for(TaskEventBatch).schema, None)
-        self.records += [(topic, ("forwarded", batch["source"], offset)) for offset in batch["offsets"]]
+        rows = codec.decode(value)
+        assert isinstance(rows, TaskRows)
+        self.records += [(topic, ("forwarded", rows.source, offset)) for offset in rows.offsets]
 
 
 @pytest.mark.parametrize("policy", ["pcores", "running"])

@@ -31,12 +31,14 @@ from streams.core.events import (
     TaskCheckpoint,
     TaskEventBatch,
     TaskFinish,
+    TaskRows,
     TaskStart,
 )
 from streams.core.publication import PublishedRanking
 from streams.core.ranker import watches_tasks
 from streams.core.ranking_config import RankingConfig
 from streams.core.stages import RankResult, RankStage, boundary_at_or_before
+from streams.core.task_rows import Row, task_row
 from streams.engine import hosts
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, RankHost, decode
 from streams.local import LocalPipeline
@@ -87,10 +89,25 @@ def polls(events: list[Event], partitions: int, size: int = BATCH) -> list[tuple
     return out
 
 
-def forwarded(feed: list[tuple[Any, tuple[tuple[str, bytes], ...]]]) -> list[tuple[int, tuple[str, int], Any]]:
-    """The task events forwarded on ``feed``, each with the index of its feed record and its (source, offset)."""
-    return [(i, (record.source, offset), event) for i, (record, _) in enumerate(feed)
-            if isinstance(record, TaskEventBatch) for offset, event in zip(record.offsets, record.events, strict=True)]
+def forwarded(feed: list[tuple[Any, tuple[tuple[str, bytes], ...]]]) -> list[tuple[int, tuple[str, int], Row]]:
+    """The task events forwarded on ``feed`` as rows, each with the index of its feed record and its (source,
+    offset)."""
+    return [(i, (record.source, offset), record.row(k)) for i, (record, _) in enumerate(feed)
+            if isinstance(record, TaskRows) for k, offset in enumerate(record.offsets)]
+
+
+def as_batches(feed: list[tuple[Any, tuple[tuple[str, bytes], ...]]], events: list[Event]
+               ) -> list[tuple[Any, tuple[tuple[str, bytes], ...]]]:
+    """``feed`` as a worker before session 23 sent it: each ``TaskRows`` the ``TaskEventBatch`` of its events."""
+    read = {(source, offset): event for source, offset, event in places(events, PARTITIONS)}
+    return [(TaskEventBatch(r.source, r.offsets, tuple(read[(r.source, o)] for o in r.offsets)), h)
+            if isinstance(r, TaskRows) else (r, h) for r, h in feed]
+
+
+def places(events: list[Event], partitions: int) -> list[tuple[str, int, Event]]:
+    """Each event's place as ``polls`` gives it: (topic:partition, offset)."""
+    return [(f"{d.raw.topic}:{d.raw.partition}", d.raw.offset, d.record) for _, batch in polls(events, partitions)
+            for d in batch]
 
 
 def normalised(events: list[Event], **settings: Any) -> Outbox:
@@ -158,8 +175,8 @@ def test_a_rank_stage_fed_the_forwarded_records_ranks_every_boundary_as_the_in_p
     for record, _ in normalised(events).on("ranking-feed"):
         if isinstance(record, Progress):
             results += stage.progress(record)
-        elif isinstance(record, TaskEventBatch):
-            stage.observe_batch(record)
+        elif isinstance(record, TaskRows):
+            stage.observe_rows(record)
         else:
             stage.add(record)
     assert len(results) > 60 and any(r.delta is not None for r in results)
@@ -175,9 +192,8 @@ def test_every_valid_task_event_is_on_the_feed_before_its_partitions_mark_past_i
     assert not [r for r, _ in feed if isinstance(r, TASK_RECORDS)], "forwarded in batches, not one by one"
     sent = forwarded(feed)
     assert len(feed) < len(sent) / 2, "a batch per poll and source, not a record per event"
-    assert [r for _, _, r in sent if r.job_id == "j-bad"] == [], "an invalid event is not forwarded"
-    assert sorted(map(repr, (r for _, _, r in sent))) == sorted(map(repr, (e for e in events
-                                                                           if isinstance(e, TASK_RECORDS))))
+    assert [r for _, _, r in sent if r[2] == "j-bad"] == [], "an invalid event is not forwarded"
+    assert sorted(r for _, _, r in sent) == sorted(task_row(e) for e in events if isinstance(e, TASK_RECORDS))
     sources = [source for _, source, _ in sent]
     assert len(set(sources)) == len(sources), "each names its own place on task-events"
     marks = [(i, record) for i, (record, _) in enumerate(feed) if isinstance(record, Progress)]
@@ -186,15 +202,15 @@ def test_every_valid_task_event_is_on_the_feed_before_its_partitions_mark_past_i
     for at, mark in marks:
         boundary = boundary_at_or_before(mark.ts_us, period)
         mine = [(i, r) for i, (source, _), r in sent if int(source.rsplit(":", 1)[1]) == mark.partition]
-        checked += sum(i < at and r.ts_us < boundary for i, r in mine)
-        late = [r for i, r in mine if r.ts_us < boundary and i > at]
+        checked += sum(i < at and r[0] < boundary for i, r in mine)
+        late = [r for i, r in mine if r[0] < boundary and i > at]
         assert late == [], f"partition {mark.partition}'s mark past {boundary} came before its events"
     assert checked > 1000, "the marks were compared with the events of their own partition"
 
 
 def test_other_policies_forward_nothing(trace: tuple[list[Event], list[str]]) -> None:
     feed = normalised(trace[0][:3000], policy="pcores").on("ranking-feed")
-    assert feed and not [r for r, _ in feed if isinstance(r, (*TASK_RECORDS, TaskEventBatch))]
+    assert feed and not [r for r, _ in feed if isinstance(r, (*TASK_RECORDS, TaskEventBatch, TaskRows))]
 
 
 def test_a_stretch_forwarded_again_by_a_restarted_normaliser_changes_nothing(
@@ -233,7 +249,7 @@ def test_a_restarted_normaliser_polling_otherwise_forwards_other_batches_and_cha
         restarted.take(partition, batch)
     again = {place for _, place, _ in forwarded(first.on("ranking-feed"))} & {
         place for _, place, _ in forwarded(second.on("ranking-feed"))}
-    batches = [{tuple(r.offsets) for r, _ in sent.on("ranking-feed") if isinstance(r, TaskEventBatch)}
+    batches = [{tuple(r.offsets) for r, _ in sent.on("ranking-feed") if isinstance(r, TaskRows)}
                for sent in (first, second)]
     assert len(again) > 100 and not batches[0] & batches[1], "a stretch forwarded twice, in other batches"
     deltas, snapshots = ranked(first.on("ranking-feed") + second.on("ranking-feed"), monkeypatch)
@@ -260,9 +276,9 @@ def test_a_start_forwarded_again_after_its_finish_was_ranked_does_not_reopen_the
     assert tasks_after_repeat(None) == [["j", "t", "n1", 1_000_000, -1]]  # running again: what the source prevents
 
 
-def test_a_forwarded_event_is_the_bytes_it_was_read_as() -> None:
-    """Written by an older producer (TaskStart's previous writer schema), an event reaches the ranking in those
-    bytes, not encoded again: its own fingerprint says how to read it."""
+def test_an_event_of_an_older_writer_is_forwarded_as_the_row_of_the_event_it_decodes_to() -> None:
+    """Written by an older producer (TaskStart's previous writer schema), an event reaches the ranking as the row of
+    what it decodes to: the ranking never reads an event's bytes again (issue 18)."""
     import io
 
     import fastavro
@@ -274,14 +290,38 @@ def test_a_forwarded_event_is_the_bytes_it_was_read_as() -> None:
     fastavro.schemaless_writer(buffer, v1, {"job_id": "j", "task_id": "t", "attempt": 0, "node_id": "n1",
                                             "ts_us": 5_000_000, "speculative": False, "task_type": ""})
     value = buffer.getvalue()
-    assert value != codec.encode(codec.decode(value)), "the old bytes differ from what the codec writes now"
     sent = Outbox()
     host = NormaliseHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
     host.load({0}, {})
     host.take(0, [decode(Raw("task-events", 0, 41, value=value), TASK_TYPES)])
-    assert [v for topic, v in sent.values if topic == "ranking-feed" and v[:10] == codec.codec_for(
-        TaskEventBatch).header] == [codec.encode_forwarded("task-events:0", [41], [value])]
-    assert forwarded(sent.on("ranking-feed")) == [(0, ("task-events:0", 41), codec.decode(value))]
+    assert forwarded(sent.on("ranking-feed")) == [(0, ("task-events:0", 41), (5_000_000, 0, "j", "t", "n1", -1, 0))]
+
+
+def test_a_ranking_fed_the_event_batches_of_a_worker_before_the_rows_lists_the_same(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rolling upgrade: ranking-feed still holds ``TaskEventBatch`` records (the events' own bytes) from
+    normalisers before session 23. The ranking reads them as before, and ranks as from rows."""
+    feed = as_batches(normalised(trace[0]).on("ranking-feed"), trace[0])
+    assert sum(isinstance(r, TaskEventBatch) for r, _ in feed) > 10
+    deltas, snapshots = ranked(feed, monkeypatch)
+    assert (deltas, snapshots[-1]) == expected
+
+
+def test_a_row_the_ranking_would_refuse_goes_to_dead_letters_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forwarded row no valid event gives (a finish before its start) is refused by the ranking host with its
+    place and reason; the rows beside it are taken."""
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
+    rows = TaskRows("task-events:1", (7, 8), (5, 9), (0, 1), ("j", "j"), ("t", "u"), ("n1", "n1"), (-1, 10), (0, 0))
+    sent = Outbox()
+    host = RankHost(Settings(**SETTINGS), PARTITIONS, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    host.take([decode(Raw("ranking-feed", 0, 0, value=codec.encode(rows)), FEED_TYPES)], lambda: None)
+    letters = [r for r, _ in sent.on("dead-letters")]
+    assert [(d.source_topic, d.partition, d.offset, d.reason) for d in letters] == [
+        ("task-events", 1, 8, "forwarded to the ranking: finish before start: duration_us 10 > ts_us 9")]
+    assert host.slots[0].state.stage.observed == 1
 
 
 def test_a_task_event_read_from_job_events_does_not_hide_task_events_of_that_partition() -> None:

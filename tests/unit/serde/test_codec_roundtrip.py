@@ -46,6 +46,12 @@ STRATEGIES = {
         st.builds(ev.TaskCheckpoint, text, text, ints, text, longs, longs, st.dictionaries(text, floats, max_size=2)))),
         max_size=4).flatmap(lambda pairs: st.builds(ev.TaskEventBatch, text, st.just(tuple(o for o, _ in pairs)),
                                                     st.just(tuple(e for _, e in pairs)))),
+    # columns of any lengths: the codec carries what validation would refuse (ragged columns) unchanged
+    ev.TaskRows: st.builds(ev.TaskRows, text, *(st.lists(longs, max_size=3).map(tuple) for _ in range(2)),
+                           st.lists(ints, max_size=3).map(tuple),
+                           *(st.lists(text, max_size=3).map(tuple) for _ in range(3)),
+                           st.lists(st.integers(-1, 2**62), max_size=3).map(tuple),
+                           st.lists(ints, max_size=3).map(tuple)),
     ev.NodeScore: st.builds(ev.NodeScore, text, longs, longs, ints, floats, floats, opt_floats, opt_floats, floats),
     ev.StragglerPrediction: st.builds(
         ev.StragglerPrediction, text, text, ints, text, longs, longs, floats, floats, floats, floats, text

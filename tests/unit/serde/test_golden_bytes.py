@@ -31,6 +31,8 @@ FIXTURES: dict[type, object] = {
     ev.TaskEventBatch: ev.TaskEventBatch("task-events:3", (41, 43), (
         ev.TaskStart("job-1", "7", 1, "node-17", 1_000_000, True, "map"),
         ev.TaskFinish("job-1", "7", 1, "node-17", 3_000_000, 2_000_000, ev.Status.SUCCEEDED))),
+    ev.TaskRows: ev.TaskRows("task-events:3", (41, 43, 44), (1_000_000, 2_000_000, 3_000_000), (0, 3, 1),
+                             ("job-1",) * 3, ("7",) * 3, ("node-17",) * 3, (-1, 1_000_000, 2_000_000), (0, 500_000, 0)),
     ev.NodeScore: ev.NodeScore("node-17", 0, 3_600_000_000, 12, 1.25, 0.5, 0.93, 1.57, 1.1),
     ev.StragglerPrediction: ev.StragglerPrediction(
         "job-1", "7", 1, "node-17", 2_000_000, 1_000_000, 4e6, 8e6, 6e6, 0.5, "nurd"
