@@ -106,18 +106,18 @@ def forwarded_rows(read: Iterable[tuple[str, int, int, TaskEvent]]) -> list[byte
     """
     out: list[bytes] = []
     run: list[tuple[int, TaskEvent]] = []
-    source, size = "", 0
+    place: tuple[str, int] | None = None
+    size = 0
     for topic, partition, offset, event in read:
-        here = f"{topic}:{partition}"
         weight = len(event.job_id) + len(event.task_id) + len(event.node_id) + 24
-        if run and (here != source or size + weight > FORWARD_MAX_BYTES):
-            out.append(codec.encode(rows_record(source, run)))
+        if run and (place != (topic, partition) or size + weight > FORWARD_MAX_BYTES):
+            out.append(codec.encode(rows_record(f"{place[0]}:{place[1]}", run)))  # type: ignore[index]
             run, size = [], 0
-        source = here
+        place = topic, partition
         run.append((offset, event))
         size += weight
     if run:
-        out.append(codec.encode(rows_record(source, run)))
+        out.append(codec.encode(rows_record(f"{place[0]}:{place[1]}", run)))  # type: ignore[index]
     return out
 
 

@@ -76,15 +76,11 @@ def row_problem(ts: int, kind: int, job: str, task: str, node: str, value: int, 
 
 def rows_record(source: str, read: Iterable[tuple[int, TaskEvent]]) -> TaskRows:
     """The ``TaskRows`` of valid task events read at (offset, event) on ``source`` (``topic:partition``)."""
-    offsets: list[int] = []
-    rows: list[Row] = []
-    for offset, event in read:
-        offsets.append(offset)
-        rows.append(task_row(event))
-    if not rows:
-        return TaskRows(source, (), (), (), (), (), (), (), ())
-    ts, kinds, jobs, tasks, nodes, values, ppm = zip(*rows, strict=True)
-    return TaskRows(source, tuple(offsets), ts, kinds, jobs, tasks, nodes, values, ppm)
+    pairs = list(read)
+    rows = [task_row(event) for _, event in pairs]
+    return TaskRows(source, tuple([offset for offset, _ in pairs]), tuple([row[0] for row in rows]),
+                    tuple([row[1] for row in rows]), tuple([row[2] for row in rows]), tuple([row[3] for row in rows]),
+                    tuple([row[4] for row in rows]), tuple([row[5] for row in rows]), tuple([row[6] for row in rows]))
 
 
 def event_of_row(row: Row) -> TaskEvent:
