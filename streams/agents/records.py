@@ -93,9 +93,10 @@ class RepeatsLog:
 
 def forwarded_rows(read: Iterable[tuple[str, int, int, TaskEvent]]) -> list[bytes]:
     """The ``TaskRows`` records forwarding ``read``: valid task events as (topic, partition, offset, event), in the
-    order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of rows (counted as
-    their ids' characters and 24 bytes of numbers: a string's UTF-8 is at most four times its characters, still under
-    a broker's 1 MB), in that order (the ranking drops a row at or before the last offset it took from the source).
+    order read, one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of rows, in that order
+    (the ranking drops a row at or before the last offset it took from the source). A row is counted as its ids'
+    bytes (four a character unless all three are ASCII) and 40, the most its numbers and string lengths take, so a
+    record stays well under a broker's 1 MB.
 
     >>> from streams.core.events import TaskStart
     >>> start = TaskStart("j", "t", 0, "n1", 5)
@@ -109,7 +110,11 @@ def forwarded_rows(read: Iterable[tuple[str, int, int, TaskEvent]]) -> list[byte
     place: tuple[str, int] | None = None
     size = 0
     for topic, partition, offset, event in read:
-        weight = len(event.job_id) + len(event.task_id) + len(event.node_id) + 24
+        job, task, node = event.job_id, event.task_id, event.node_id
+        weight = len(job) + len(task) + len(node)
+        if not (job.isascii() and task.isascii() and node.isascii()):
+            weight *= 4  # a character is at most four bytes of UTF-8
+        weight += 40
         if run and (place != (topic, partition) or size + weight > FORWARD_MAX_BYTES):
             out.append(codec.encode(rows_record(f"{place[0]}:{place[1]}", run)))  # type: ignore[index]
             run, size = [], 0

@@ -429,3 +429,4 @@ def test_one_invalid_event_of_a_batch_is_dead_lettered_alone(monkeypatch: pytest
         ("task-events", 0, 5, bad)]
     assert "negative duration_us" in letters[0].reason
     assert host.slots[0].state.stage.observed == 3
+
