@@ -66,6 +66,10 @@ class Settings(BaseSettings):
     worker_role: Literal["all", "statistics", "prediction"] = Field(
         "all", description="what a direct-engine worker runs: all (statistics, ranking and prediction), statistics "
                            "(no prediction) or prediction (only, in its own consumer group <app_id>-predict)")
+    forward_format: Literal["rows", "batches"] = Field(
+        "rows", description="how a normaliser forwards task events to a ranking that watches them (policy running): "
+                            "rows (TaskRows, since session 23) or batches (TaskEventBatch, which rankings before it "
+                            "read: set it while upgrading such workers one at a time, then unset it)")
 
     # --- Operations (README "Operating laggard") --------------------------------------------
     metrics_port: int = Field(0, ge=0, le=65535, description="port of /metrics, /livez and /readyz (worker and "

@@ -19,7 +19,9 @@ from streams.core.events import (
     NormalizedTask,
     Progress,
     TaskCheckpoint,
+    TaskEventBatch,
     TaskFinish,
+    TaskRows,
     TaskStart,
 )
 from streams.core.ranking_config import RankingConfig
@@ -30,7 +32,8 @@ from streams.settings import Settings
 CheckpointTable = TableT[bytes, bytes]
 TASK_EVENTS_TYPES: tuple[type[Event], ...] = registry.TASK_EVENTS.value_types + registry.JOB_EVENTS.value_types
 # Summaries, marks and samples; task events for a detector that watches them (streams.core.ranker.watches_tasks).
-FeedValue = NodeSummary | Progress | NormalizedTask | TaskStart | TaskCheckpoint | TaskFinish
+FeedValue = (NodeSummary | Progress | TaskRows | TaskEventBatch | NormalizedTask | TaskStart | TaskCheckpoint
+             | TaskFinish)
 RANKING_FEED_TYPES: tuple[type[FeedValue], ...] = registry.RANKING_FEED.value_types
 
 

@@ -24,7 +24,7 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
-from streams.agents.records import forwarded_rows
+from streams.agents.records import forwarded_batches, forwarded_rows
 from streams.core.events import Event, TaskEvent
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage
@@ -42,6 +42,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     """Define the agent on ``app``; ``wiring`` holds topics, tables and settings (see streams.app)."""
     summaries = not learns_from_samples(wiring.ranking_config)  # else the detector needs every sample
     forwards = watches_tasks(wiring.ranking_config)  # the detector watches the task events themselves (issue 21)
+    batches = wiring.settings.forward_format == "batches"  # for rankings before the rows (rolling upgrade)
     feed_key = codec.encode_key(wiring.cluster_id)
     states = PartitionStates(
         app, wiring.normalise_checkpoints,
@@ -77,8 +78,13 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         # Valid task events to the ranking's detector, before the marks processing them leads to: every event of a
         # partition before a boundary is on the feed before the partition's mark past it. The values it takes, in
         # TaskRows records that name where (the ranking drops what a restart forwards again).
-        read = ((e.message.topic, e.message.partition, e.message.offset, record) for e, record in events)
-        for value in forwarded_rows(read):
+        if batches:  # LAGGARD_FORWARD_FORMAT=batches: the events' bytes as read, for rankings before rows
+            values = forwarded_batches((e.message.topic, e.message.partition, e.message.offset,
+                                        cast(bytes, e.message.value)) for e, _ in events)  # it decoded
+        else:
+            values = forwarded_rows((e.message.topic, e.message.partition, e.message.offset, record)
+                                    for e, record in events)
+        for value in values:
             outputs.track(await send_raw(wiring.ranking_feed, feed_key, value))
 
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:

@@ -21,14 +21,14 @@ from typing import TypeVar, cast
 from streams import metrics
 from streams.core.events import DeadLetter, Event, TaskEvent, TaskEventBatch, TaskRows, validate
 from streams.core.publication import Publication
-from streams.core.task_rows import Row, event_of_row, rows_record
+from streams.core.task_rows import Row, rows_record
 from streams.serde import codec
 from streams.serde import topics as registry
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
-# A forwarded record's rows at most about this many bytes: well under a broker's default 1 MB message limit and a
-# producer's default request size; ~7,000 Google task events.
+# A forwarded record's rows (or events) at most about this many bytes: well under a broker's default 1 MB message
+# limit and a producer's default request size; ~4,000 Google task events.
 FORWARD_MAX_BYTES = 256 * 1024
 
 
@@ -128,20 +128,57 @@ def forwarded_rows(read: Iterable[tuple[str, int, int, TaskEvent]]) -> list[byte
 
 def refused_rows(rows: TaskRows, refused: list[tuple[int, Row, str]], timestamp_s: float | None) -> list[DeadLetter]:
     """The dead letters of the rows of a forwarded ``TaskRows`` the ranking refused (``RankStage.observe_rows``): each
-    under its place on its source topic, the event it stands for (``event_of_row``) as the codec writes it, the
+    under its place on its source topic, the row itself (a ``TaskRows`` of one row, exactly the values refused), the
     reason saying it came forwarded.
 
     >>> from streams.core.events import TaskStart
     >>> from streams.core.task_rows import rows_record
     >>> rows = rows_record("task-events:2", [(5, TaskStart("j", "t", 0, "n1", -1))])
-    >>> [(d.source_topic, d.partition, d.offset, d.reason) for d in refused_rows(
-    ...     rows, [(5, rows.row(0), "negative ts_us: -1")], None)]
-    [('task-events', 2, 5, 'forwarded to the ranking: negative ts_us: -1')]
+    >>> [letter] = refused_rows(rows, [(5, rows.row(0), "negative ts_us: -1")], None)
+    >>> (letter.source_topic, letter.partition, letter.offset, letter.reason), codec.decode(letter.value) == rows
+    (('task-events', 2, 5, 'forwarded to the ranking: negative ts_us: -1'), True)
     """
     topic, _, partition = rows.source.rpartition(":")
     return [dead_letter(topic, int(partition) if partition.isdigit() else -1, offset, codec.encode_key(row[2]),
-                        codec.encode(event_of_row(row)), f"forwarded to the ranking: {reason}", timestamp_s)
+                        codec.encode(_one_row(rows.source, offset, row)),
+                        f"forwarded to the ranking: {reason}", timestamp_s)
             for offset, row, reason in refused]
+
+
+def _one_row(source: str, offset: int, row: Row) -> TaskRows:
+    ts, kind, job, task, node, value, ppm = row
+    return TaskRows(source, (offset,), (ts,), (kind,), (job,), (task,), (node,), (value,), (ppm,))
+
+
+def forwarded_batches(read: Iterable[tuple[str, int, int, bytes]]) -> list[bytes]:
+    """The ``TaskEventBatch`` records forwarding ``read`` as rankings before session 23 read them
+    (``LAGGARD_FORWARD_FORMAT=batches``, for a rolling upgrade): valid task events as (topic, partition, offset,
+    value as read), one record per run of one source partition and at most ``FORWARD_MAX_BYTES`` of events (an event
+    larger than that in a record of its own), in the order read.
+
+    >>> from streams.core.events import TaskStart
+    >>> value = codec.encode(TaskStart("j", "t", 0, "n1", 5))
+    >>> batches = forwarded_batches([("task-events", 1, 7, value), ("task-events", 1, 9, value),
+    ...                              ("job-events", 1, 4, value)])
+    >>> [(b.source, b.offsets) for b in map(codec.decode, batches)]
+    [('task-events:1', (7, 9)), ('job-events:1', (4,))]
+    """
+    out: list[bytes] = []
+    offsets: list[int] = []
+    values: list[bytes] = []
+    source, size = "", 0
+    for topic, partition, offset, value in read:
+        here = f"{topic}:{partition}"
+        if values and (here != source or size + len(value) > FORWARD_MAX_BYTES):
+            out.append(codec.encode_forwarded(source, offsets, values))
+            offsets, values, size = [], [], 0
+        source = here
+        offsets.append(offset)
+        values.append(value)
+        size += len(value)
+    if values:
+        out.append(codec.encode_forwarded(source, offsets, values))
+    return out
 
 
 def refused_forwarded(batch: TaskEventBatch, refused: list[tuple[int, TaskEvent, str]], timestamp_s: float | None

@@ -45,7 +45,7 @@ from streams.core.events import (
 from streams.core.ranker import NodeRanker
 from streams.core.ranking import Ranking
 from streams.core.ranking_config import RankingConfig
-from streams.core.task_rows import Row, event_of_row, row_problem
+from streams.core.task_rows import Row, row_problem
 
 # 2: summaries beside single samples (issue 18); an older snapshot means a cold start.
 SNAPSHOT_VERSION = 2
@@ -84,6 +84,9 @@ class RankStage:
         self._next_boundary: int | None = None  # None: the first boundary is not decided yet (see _start)
         self._first_observed: int | None = None  # the earliest forwarded task event's time, while undecided
         self._watches = observes_tasks(self.ranker.detector)
+        if self._watches and getattr(self.ranker.detector, "observe_row", None) is None:
+            raise TypeError(f"detector {self.ranker.detector.name!r} watches task events but takes no rows "
+                            "(TaskObserver.observe_row): a Kafka worker's ranking is sent rows")
         self._sources: dict[str, int] = {}  # source partition -> offset of the last task event observed from it
         self.observed = 0  # forwarded task events taken by this process
         self._passed: tuple[int, int] | None = None  # first and last boundary the watermark passed in this process
@@ -169,10 +172,8 @@ class RankStage:
         >>> rank.observe_rows(again), rank.observed
         ((2, []), 4)
         """
-        detector, repeats, refused = self.ranker.detector, 0, []
-        observe_row = getattr(detector, "observe_row", None)
-        if observe_row is None and observes_tasks(detector):
-            observe_row = _as_event(detector)
+        repeats, refused = 0, []
+        observe_row = getattr(self.ranker.detector, "observe_row", None)  # None: a detector watching no task
         source, last = rows.source, self._sources.get(rows.source, -1)
         watch_first = self._watches and self._next_boundary is None
         for i, offset in enumerate(rows.offsets):
@@ -321,15 +322,6 @@ class RankStage:
         first = state.get("first_observed")  # absent before h62: only a ranking that had not started misses it
         self._first_observed = None if first is None else int(first)
         self._sources = {str(p): int(offset) for p, offset in state.get("sources", [])}  # absent before issue 21
-
-
-def _as_event(detector: Any) -> Any:
-    """A row handed to a task observer without ``observe_row``: the event it stands for (``event_of_row``)."""
-
-    def observe(*row: Any) -> None:
-        detector.observe(event_of_row(row))
-
-    return observe
 
 
 def _record_row(record: FeedRecord) -> tuple[str, list[Any]]:

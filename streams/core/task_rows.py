@@ -8,8 +8,9 @@ of the ranking's serial time in a Kafka worker (issue 18). A ``TaskRows`` record
 
 * ``kinds``: ``START``; ``FINISHED`` (succeeded) or ``ENDED`` (failed, killed, evicted, lost: not a measure of its
   node's speed); ``CHECKPOINT`` (with a usable ``progress`` feature, in millionths in ``progress_ppm``); ``SEEN``
-  (a checkpoint without one: it still dates the ranking's first boundary, as the event did);
-* ``values``: the duration of a finish, the elapsed time of a checkpoint, -1 for a start.
+  (a checkpoint without one, or after ``MAX_ELAPSED_US``: it still dates the ranking's first boundary, as the event
+  did);
+* ``values``: the duration of a finish, the elapsed time of a ``CHECKPOINT``, -1 for a start and a ``SEEN``.
 
 ``task_row`` is the one projection from an event to its row; ``TaskLog.observe`` takes an event through it too, so
 the ranking of a Kafka worker (rows) and of ``laggard run`` (events) take the same values.
@@ -33,10 +34,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from streams.core.events import Status, TaskCheckpoint, TaskEvent, TaskFinish, TaskRows, TaskStart
+from streams.core.events import Status, TaskEvent, TaskFinish, TaskRows, TaskStart
 
 START, FINISHED, ENDED, CHECKPOINT, SEEN = range(5)
 PPM = 1_000_000  # progress in millionths
+# A checkpoint's elapsed time and progress are buffered as elapsed << 20 | ppm in a 64-bit checkpoint field: a task
+# reporting after ~102 days (past this) projects nothing; its report only dates the ranking's start (SEEN).
+MAX_ELAPSED_US = 1 << 43
 
 # (ts_us, kind, job, task, node, value, progress_ppm)
 Row = tuple[int, int, str, str, str, int, int]
@@ -50,7 +54,7 @@ def task_row(event: TaskEvent) -> Row:
         kind = FINISHED if event.status is Status.SUCCEEDED else ENDED
         return event.ts_us, kind, event.job_id, event.task_id, event.node_id, event.duration_us, 0
     progress = event.features.get("progress")
-    if progress is None or not 0 < progress <= 1 or event.elapsed_us <= 0:
+    if progress is None or not 0 < progress <= 1 or not 0 < event.elapsed_us < MAX_ELAPSED_US:
         return event.ts_us, SEEN, event.job_id, event.task_id, event.node_id, -1, 0
     return event.ts_us, CHECKPOINT, event.job_id, event.task_id, event.node_id, event.elapsed_us, round(progress * PPM)
 
@@ -67,7 +71,7 @@ def row_problem(ts: int, kind: int, job: str, task: str, node: str, value: int, 
         if value > ts:
             return f"finish before start: duration_us {value} > ts_us {ts}"
     elif kind == CHECKPOINT:
-        if value <= 0 or not 0 <= ppm <= PPM:
+        if not 0 < value < MAX_ELAPSED_US or not 0 <= ppm <= PPM:
             return f"checkpoint with elapsed_us {value} and progress {ppm} ppm"
     elif kind not in (START, SEEN):
         return f"unknown task row kind {kind}"
@@ -81,16 +85,3 @@ def rows_record(source: str, read: Iterable[tuple[int, TaskEvent]]) -> TaskRows:
     return TaskRows(source, tuple([offset for offset, _ in pairs]), tuple([row[0] for row in rows]),
                     tuple([row[1] for row in rows]), tuple([row[2] for row in rows]), tuple([row[3] for row in rows]),
                     tuple([row[4] for row in rows]), tuple([row[5] for row in rows]), tuple([row[6] for row in rows]))
-
-
-def event_of_row(row: Row) -> TaskEvent:
-    """A task event carrying what ``row`` does (attempt 0; an ended task as FAILED; a checkpoint's features its
-    progress alone): what a dead letter shows of a refused row, and what a task observer without ``observe_row``
-    is given."""
-    ts, kind, job, task, node, value, ppm = row
-    if kind == START:
-        return TaskStart(job, task, 0, node, ts)
-    if kind in (FINISHED, ENDED):
-        return TaskFinish(job, task, 0, node, ts, value, Status.SUCCEEDED if kind == FINISHED else Status.FAILED)
-    return TaskCheckpoint(job, task, 0, node, ts, max(value, 0), {"progress": ppm / PPM} if kind == CHECKPOINT else {})
-

@@ -26,6 +26,7 @@ from streams.agents.idle_rules import (
 from streams.agents.records import (
     RepeatsLog,
     dead_letter,
+    forwarded_batches,
     forwarded_rows,
     published,
     reason_to_refuse,
@@ -139,6 +140,7 @@ class NormaliseHost(Host[NormalizeStage]):
         config = ranking_config(settings)
         self.summaries = not learns_from_samples(config)  # else the detector needs every sample
         self.forwards = watches_tasks(config)  # the detector watches the task events themselves (issue 21)
+        self.forward_batches = settings.forward_format == "batches"
         self.cluster_id = settings.cluster_id
         self.feed_key = codec.encode_key(settings.cluster_id)
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind, caught_up=caught_up,
@@ -187,8 +189,13 @@ class NormaliseHost(Host[NormalizeStage]):
         of a partition before a boundary is on the feed before the partition's mark past it): the values it takes,
         in ``TaskRows`` records that name where (``forwarded_rows``: the ranking drops what a restart forwards
         again)."""
-        for value in forwarded_rows((item.raw.topic, item.raw.partition, item.raw.offset, item.record)
-                                    for item in items):
+        if self.forward_batches:  # LAGGARD_FORWARD_FORMAT=batches: the events' bytes, for rankings before rows
+            values = forwarded_batches((item.raw.topic, item.raw.partition, item.raw.offset, item.raw.value)
+                                       for item in items)
+        else:
+            values = forwarded_rows((item.raw.topic, item.raw.partition, item.raw.offset, item.record)
+                                    for item in items)
+        for value in values:
             self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, value)
 
     def emit(self, emitted: Emitted) -> None:

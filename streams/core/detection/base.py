@@ -84,9 +84,12 @@ class TaskObserver(Protocol):
     """Optional beside ``NodeDetector``: a detector that also watches task events as they happen (starts,
     checkpoints, finishes), so a fault shows before its slow tasks finish. ``observe`` receives every valid
     task event; the detector must judge a boundary ``B`` only by events before ``B`` (they may arrive
-    interleaved with later ones)."""
+    interleaved with later ones). ``observe_row`` takes the same event as its row (``streams.core.task_rows``: what
+    a Kafka worker's normalisers send the ranking) and must do exactly what ``observe`` does with it."""
 
     def observe(self, event: Event) -> None: ...
+
+    def observe_row(self, ts: int, kind: int, job: str, task: str, node: str, value: int, ppm: int) -> None: ...
 
 
 def observes_tasks(detector: object) -> bool:

@@ -1,5 +1,6 @@
 """What a normaliser forwards to a ranking that watches the task events: ``TaskRows`` records (issue 18), each
 small enough for a broker, and rows a task log takes exactly as it takes the events they stand for."""
+# ruff: noqa: F811  (the fixtures ``trace`` and ``expected`` are imported from the forwarding tests, then requested)
 
 from __future__ import annotations
 
@@ -10,8 +11,35 @@ import pytest
 from producers.registry import open_trace
 from streams.agents.records import FORWARD_MAX_BYTES, forwarded_rows
 from streams.core.detection.task_log import TaskLog
-from streams.core.events import TaskCheckpoint, TaskFinish, TaskRows, TaskStart
+from streams.core.events import (
+    BlacklistDelta,
+    BlacklistSnapshot,
+    Event,
+    Progress,
+    TaskCheckpoint,
+    TaskEventBatch,
+    TaskFinish,
+    TaskRows,
+    TaskStart,
+)
+from streams.core.rank_stage import RankStage
+from streams.core.ranking_config import RankingConfig
+from streams.core.task_rows import rows_record
+from streams.engine import hosts
+from streams.engine.hosts import FEED_TYPES, RankHost, decode
 from streams.serde import codec
+from streams.settings import Settings
+from tests.unit.engine.test_predict_host import Raw
+from tests.unit.engine.test_running_policy_forwarding import (  # noqa: F401 (fixtures)
+    PARTITIONS,
+    SETTINGS,
+    Outbox,
+    as_batches,
+    expected,
+    normalised,
+    ranked,
+    trace,
+)
 
 
 @pytest.mark.parametrize("alphabet", ["a", "\U0001f600"], ids=["ascii", "four-byte utf-8"])
@@ -49,3 +77,60 @@ def test_a_task_log_fed_the_forwarded_rows_holds_what_it_holds_fed_the_events() 
         assert by_rows.snapshot() == by_events.snapshot()
         projected += len(by_rows.projected)
     assert projected, "progress reports were taken"
+
+
+def test_a_record_of_ragged_columns_goes_to_dead_letters_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``TaskRows`` whose columns are not all one value per offset cannot be read row by row: it is refused at the
+    door, with its reason, and nothing of it reaches the detector."""
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
+    ragged = TaskRows("task-events:0", (1, 2), (5, 6), (0, 0), ("j", "j"), ("t", "u"), ("n1",), (-1, -1), (0, 0))
+    sent = Outbox()
+    host = RankHost(Settings(**SETTINGS), PARTITIONS, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    host.take([decode(Raw("ranking-feed", 0, 0, value=codec.encode(ragged)), FEED_TYPES)], lambda: None)
+    assert [d.reason for d, _ in sent.on("dead-letters")] == ["task rows with columns of [1, 2] values for 2 offsets"]
+    assert host.slots[0].state.stage.observed == 0
+
+
+def test_a_checkpoint_without_progress_dates_the_first_boundary_as_rows_as_it_does_as_an_event() -> None:
+    """Such a checkpoint gives the detector nothing, yet it is the ranking's earliest datum here: as a row (``SEEN``)
+    it must move the first boundary exactly as the event does in ``laggard run``."""
+    events = [TaskCheckpoint("j", "t", 0, "n1", 30_000_000, 5_000_000, {"cpu": 1.0}),
+              TaskStart("j", "u", 0, "n1", 200_000_000),
+              TaskCheckpoint("j", "u", 0, "n1", 260_000_000, 60_000_000, {"progress": 1e-9})]
+    by_events, by_rows = (RankStage(RankingConfig(policy="running", period_us=60_000_000), 1) for _ in range(2))
+    for offset, event in enumerate(events):
+        by_events.observe(event, ("task-events:0", offset))
+    by_rows.observe_rows(rows_record("task-events:0", list(enumerate(events))))
+    assert by_rows.snapshot()["first_observed"] == 30_000_000
+    assert by_rows.snapshot() == by_events.snapshot()
+    marks = [Progress(0, 1, ts) for ts in (100_000_000, 400_000_000)]
+    assert [[r.boundary_us for r in by_rows.progress(m)] for m in marks] == [
+        [r.boundary_us for r in by_events.progress(m)] for m in marks]
+
+
+def test_a_normaliser_upgraded_mid_stream_forwards_rows_over_its_predecessors_batches_and_changes_nothing(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rolling upgrade: an old normaliser forwarded event batches up to a checkpoint and a stretch past it; the new
+    one resumes from the checkpoint and forwards that stretch again as rows. The ranking drops the repeats across
+    the two formats (by source and offset) and ranks as the uninterrupted run."""
+    feed = normalised(trace[0]).on("ranking-feed")
+    cut, back = len(feed) // 3, len(feed) // 10
+    mixed = as_batches(feed[:cut], trace[0]) + feed[cut - back:]
+    assert sum(isinstance(r, TaskEventBatch) for r, _ in mixed) and sum(isinstance(r, TaskRows) for r, _ in mixed)
+    deltas, snapshots = ranked(mixed, monkeypatch)
+    assert (deltas, snapshots[-1]) == expected
+
+
+def test_forward_format_batches_sends_what_rankings_before_rows_read_and_ranks_the_same(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``LAGGARD_FORWARD_FORMAT=batches`` (for upgrading one worker at a time): the normaliser sends the events' own
+    bytes in ``TaskEventBatch`` records and no rows; the ranking lists the same."""
+    feed = normalised(trace[0], forward_format="batches").on("ranking-feed")
+    assert any(isinstance(r, TaskEventBatch) for r, _ in feed) and not any(isinstance(r, TaskRows) for r, _ in feed)
+    deltas, snapshots = ranked(feed, monkeypatch)
+    assert (deltas, snapshots[-1]) == expected
