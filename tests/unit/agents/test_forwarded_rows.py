@@ -134,3 +134,20 @@ def test_forward_format_batches_sends_what_rankings_before_rows_read_and_ranks_t
     assert any(isinstance(r, TaskEventBatch) for r, _ in feed) and not any(isinstance(r, TaskRows) for r, _ in feed)
     deltas, snapshots = ranked(feed, monkeypatch)
     assert (deltas, snapshots[-1]) == expected
+
+
+def test_a_checkpoint_reported_after_a_hundred_days_projects_nothing_and_the_log_still_saves() -> None:
+    """The task log packs a report's elapsed time and progress into one 64-bit field: a report past
+    ``MAX_ELAPSED_US`` (~102 days) used to overflow it, and the rank checkpoint could not be written (orjson refuses
+    an integer past 64 bits). Such a report now only dates the ranking (``SEEN``), as a report without progress."""
+    import orjson
+
+    from streams.core.task_rows import MAX_ELAPSED_US, SEEN, task_row
+
+    late = TaskCheckpoint("j", "t", 0, "n1", 2 * MAX_ELAPSED_US, MAX_ELAPSED_US, {"progress": 0.5})
+    assert task_row(late)[1] == SEEN
+    log = TaskLog()
+    log.observe(TaskStart("j", "t", 0, "n1", 1))
+    log.observe(late)
+    log.apply_before(3 * MAX_ELAPSED_US)
+    assert orjson.loads(orjson.dumps(log.snapshot()))["projected"] == []
