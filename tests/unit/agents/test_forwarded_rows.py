@@ -26,7 +26,7 @@ from streams.core.rank_stage import RankStage
 from streams.core.ranking_config import RankingConfig
 from streams.core.task_rows import rows_record
 from streams.engine import hosts
-from streams.engine.hosts import FEED_TYPES, RankHost, decode
+from streams.engine.hosts import FEED_TYPES, TASK_TYPES, NormaliseHost, RankHost, decode
 from streams.serde import codec
 from streams.settings import Settings
 from tests.unit.engine.test_predict_host import Raw
@@ -36,6 +36,7 @@ from tests.unit.engine.test_running_policy_forwarding import (  # noqa: F401 (fi
     Outbox,
     as_batches,
     expected,
+    forwarded,
     normalised,
     ranked,
     trace,
@@ -151,3 +152,51 @@ def test_a_checkpoint_reported_after_a_hundred_days_projects_nothing_and_the_log
     log.observe(late)
     log.apply_before(3 * MAX_ELAPSED_US)
     assert orjson.loads(orjson.dumps(log.snapshot()))["projected"] == []
+
+
+def test_a_ranking_fed_the_event_batches_of_a_worker_before_the_rows_lists_the_same(
+    trace: tuple[list[Event], list[str]], expected: tuple[list[BlacklistDelta], BlacklistSnapshot],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rolling upgrade: ranking-feed still holds ``TaskEventBatch`` records (the events' own bytes) from
+    normalisers before session 23. The ranking reads them as before, and ranks as from rows."""
+    feed = as_batches(normalised(trace[0]).on("ranking-feed"), trace[0])
+    assert sum(isinstance(r, TaskEventBatch) for r, _ in feed) > 10
+    deltas, snapshots = ranked(feed, monkeypatch)
+    assert (deltas, snapshots[-1]) == expected
+
+
+def test_a_row_the_ranking_would_refuse_goes_to_dead_letters_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forwarded row no valid event gives (a finish before its start) is refused by the ranking host with its
+    place and reason; the rows beside it are taken."""
+    monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
+    rows = TaskRows("task-events:1", (7, 8), (5, 9), (0, 1), ("j", "j"), ("t", "u"), ("n1", "n1"), (-1, 10), (0, 0))
+    sent = Outbox()
+    host = RankHost(Settings(**SETTINGS), PARTITIONS, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    host.take([decode(Raw("ranking-feed", 0, 0, value=codec.encode(rows)), FEED_TYPES)], lambda: None)
+    letters = [r for r, _ in sent.on("dead-letters")]
+    assert [(d.source_topic, d.partition, d.offset, d.reason) for d in letters] == [
+        ("task-events", 1, 8, "forwarded to the ranking: finish before start: duration_us 10 > ts_us 9")]
+    assert host.slots[0].state.stage.observed == 1
+
+
+def test_an_event_of_an_older_writer_is_forwarded_as_the_row_of_the_event_it_decodes_to() -> None:
+    """Written by an older producer (TaskStart's previous writer schema), an event reaches the ranking as the row of
+    what it decodes to: the ranking never reads an event's bytes again (issue 18)."""
+    import io
+
+    import fastavro
+    from fastavro.schema import load_schema
+
+    v1 = load_schema(str(codec.PREVIOUS_DIR / "io.laggard.TaskStart.v1.avsc"))
+    buffer = io.BytesIO()
+    buffer.write(codec.MAGIC + codec.fingerprint_of(v1))
+    fastavro.schemaless_writer(buffer, v1, {"job_id": "j", "task_id": "t", "attempt": 0, "node_id": "n1",
+                                            "ts_us": 5_000_000, "speculative": False, "task_type": ""})
+    value = buffer.getvalue()
+    sent = Outbox()
+    host = NormaliseHost(Settings(**SETTINGS), 1, sent)  # type: ignore[arg-type]
+    host.load({0}, {})
+    host.take(0, [decode(Raw("task-events", 0, 41, value=value), TASK_TYPES)])
+    assert forwarded(sent.on("ranking-feed")) == [(0, ("task-events:0", 41), (5_000_000, 0, "j", "t", "n1", -1, 0))]
