@@ -149,7 +149,7 @@ class ProgressWatch:
         self.consumer.assign([TopicPartition(registry.RANKING_FEED.name, 0)] + [
             TopicPartition(scores, p) for p in sorted(self.consumer.partitions_for_topic(scores))])
 
-    # What the watch reads of ranking-feed and node-scores; the rest (forwarded task events in 256 KiB batches,
+    # What the watch reads of ranking-feed and node-scores; the rest (forwarded task events in ~256 KiB records,
     # summaries) is skipped by its header, not decoded: decoding it took a third of a core from the workers it
     # measures (session 22, two workers on two cores).
     WANTED = frozenset(codec.codec_for(kind).header for kind in (Progress, NodeScore))
