@@ -158,9 +158,9 @@ class RankStage:
 
     def observe_rows(self, rows: TaskRows) -> tuple[int, list[tuple[int, Row, str]]]:
         """``observe_batch`` of task events forwarded as rows (``streams.core.task_rows``: what a Kafka worker's
-        normaliser sends): each valid row to the detector (its ``observe_row``; the event it stands for to one
-        without), repeats dropped by offset as ``observe`` drops them. How many were repeats, and the (offset, row,
-        reason) of those refused (``row_problem``).
+        normaliser sends): each valid row to the detector (its ``observe_row``: a task observer must take rows),
+        repeats dropped by offset as ``observe`` drops them. How many were repeats, and the (offset, row, reason) of
+        those refused (``row_problem``).
 
         >>> from streams.core.events import TaskStart
         >>> from streams.core.task_rows import rows_record
