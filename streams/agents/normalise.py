@@ -24,7 +24,7 @@ from streams.agents.idleness import (
     release_job_stream_if_idle,
     warn_once_if_waiting,
 )
-from streams.agents.records import forwarded_batches, forwarded_rows
+from streams.agents.records import forwarded
 from streams.core.events import Event, TaskEvent
 from streams.core.ranker import learns_from_samples, watches_tasks
 from streams.core.stages import Emitted, NormalizeStage
@@ -78,13 +78,9 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         # Valid task events to the ranking's detector, before the marks processing them leads to: every event of a
         # partition before a boundary is on the feed before the partition's mark past it. The values it takes, in
         # TaskRows records that name where (the ranking drops what a restart forwards again).
-        if batches:  # LAGGARD_FORWARD_FORMAT=batches: the events' bytes as read, for rankings before rows
-            values = forwarded_batches((e.message.topic, e.message.partition, e.message.offset,
-                                        cast(bytes, e.message.value)) for e, _ in events)  # it decoded
-        else:
-            values = forwarded_rows((e.message.topic, e.message.partition, e.message.offset, record)
-                                    for e, record in events)
-        for value in values:
+        read = ((e.message.topic, e.message.partition, e.message.offset, cast(bytes, e.message.value), record)
+                for e, record in events)  # it decoded
+        for value in forwarded(read, batches):
             outputs.track(await send_raw(wiring.ranking_feed, feed_key, value))
 
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:

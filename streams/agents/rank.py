@@ -20,7 +20,7 @@ from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, processed, unacked_batches
 from streams.agents.common import send, send_raw
 from streams.agents.idleness import IdleClock, backlog_of, clear_on_revoke, idle_timer, rank_without_idle
-from streams.agents.records import RepeatsLog, published, refused_forwarded, refused_rows
+from streams.agents.records import RepeatsLog, published, take_forwarded
 from streams.core.events import Progress, TaskEvent, TaskEventBatch, TaskRows
 from streams.core.publication import Publication, PublishedRanking
 from streams.core.stages import RankStage
@@ -112,13 +112,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                         slot = admitted.slot
                         record = admitted.record
                         if isinstance(record, TaskRows | TaskEventBatch):  # forwarded
-                            stamp = event.message.timestamp
-                            if isinstance(record, TaskRows):
-                                again, refused_at = slot.state.stage.observe_rows(record)
-                                letters = refused_rows(record, refused_at, stamp)
-                            else:  # the events' own bytes, from a worker before session 23
-                                again, refused = slot.state.stage.observe_batch(record)
-                                letters = refused_forwarded(record, refused, stamp)
+                            again, letters = take_forwarded(slot.state.stage, record, event.message.timestamp)
                             repeats += again
                             for letter in letters:
                                 outputs.track(await send_raw(wiring.dead_letters, letter.key, codec.encode(letter)))

@@ -21,6 +21,7 @@ from typing import TypeVar, cast
 from streams import metrics
 from streams.core.events import DeadLetter, Event, TaskEvent, TaskEventBatch, TaskRows, validate
 from streams.core.publication import Publication
+from streams.core.rank_stage import RankStage
 from streams.core.task_rows import Row, rows_record
 from streams.serde import codec
 from streams.serde import topics as registry
@@ -108,22 +109,44 @@ def forwarded_rows(read: Iterable[tuple[str, int, int, TaskEvent]]) -> list[byte
     out: list[bytes] = []
     run: list[tuple[int, TaskEvent]] = []
     place: tuple[str, int] | None = None
-    size = 0
+    source, size = "", 0
     for topic, partition, offset, event in read:
         job, task, node = event.job_id, event.task_id, event.node_id
         weight = len(job) + len(task) + len(node)
         if not (job.isascii() and task.isascii() and node.isascii()):
             weight *= 4  # a character is at most four bytes of UTF-8
         weight += 40
-        if run and (place != (topic, partition) or size + weight > FORWARD_MAX_BYTES):
-            out.append(codec.encode(rows_record(f"{place[0]}:{place[1]}", run)))  # type: ignore[index]
+        if place != (topic, partition) or size + weight > FORWARD_MAX_BYTES:
+            if run:
+                out.append(codec.encode(rows_record(source, run)))
             run, size = [], 0
-        place = topic, partition
+            place, source = (topic, partition), f"{topic}:{partition}"
         run.append((offset, event))
         size += weight
     if run:
-        out.append(codec.encode(rows_record(f"{place[0]}:{place[1]}", run)))  # type: ignore[index]
+        out.append(codec.encode(rows_record(source, run)))
     return out
+
+
+def forwarded(read: Iterable[tuple[str, int, int, bytes, TaskEvent]], batches: bool) -> list[bytes]:
+    """What a normaliser sends the ranking of task events read as (topic, partition, offset, value, event): rows
+    (``forwarded_rows``), or with ``batches`` (``LAGGARD_FORWARD_FORMAT=batches``) the events' bytes as read
+    (``forwarded_batches``), which rankings before session 23 read."""
+    if batches:
+        return forwarded_batches((topic, partition, offset, value) for topic, partition, offset, value, _ in read)
+    return forwarded_rows((topic, partition, offset, event) for topic, partition, offset, _, event in read)
+
+
+def take_forwarded(stage: RankStage, record: TaskRows | TaskEventBatch, timestamp_s: float | None
+                   ) -> tuple[int, list[DeadLetter]]:
+    """A forwarded record to the ranking's ``stage``: how many of its task events were repeats, and the dead letters
+    of those refused (``refused_rows``; ``refused_forwarded`` for a ``TaskEventBatch``, from a worker before session
+    23)."""
+    if isinstance(record, TaskRows):
+        again, refused_at = stage.observe_rows(record)
+        return again, refused_rows(record, refused_at, timestamp_s)
+    again, refused = stage.observe_batch(record)
+    return again, refused_forwarded(record, refused, timestamp_s)
 
 
 def refused_rows(rows: TaskRows, refused: list[tuple[int, Row, str]], timestamp_s: float | None) -> list[DeadLetter]:
@@ -138,11 +161,17 @@ def refused_rows(rows: TaskRows, refused: list[tuple[int, Row, str]], timestamp_
     >>> (letter.source_topic, letter.partition, letter.offset, letter.reason), codec.decode(letter.value) == rows
     (('task-events', 2, 5, 'forwarded to the ranking: negative ts_us: -1'), True)
     """
-    topic, _, partition = rows.source.rpartition(":")
-    return [dead_letter(topic, int(partition) if partition.isdigit() else -1, offset, codec.encode_key(row[2]),
+    topic, partition = _place(rows.source)
+    return [dead_letter(topic, partition, offset, codec.encode_key(row[2]),
                         codec.encode(_one_row(rows.source, offset, row)),
                         f"forwarded to the ranking: {reason}", timestamp_s)
             for offset, row, reason in refused]
+
+
+def _place(source: str) -> tuple[str, int]:
+    """A forwarded record's ``topic:partition`` (-1 for a partition that is not a number)."""
+    topic, _, partition = source.rpartition(":")
+    return topic, int(partition) if partition.isdigit() else -1
 
 
 def _one_row(source: str, offset: int, row: Row) -> TaskRows:
@@ -192,7 +221,7 @@ def refused_forwarded(batch: TaskEventBatch, refused: list[tuple[int, TaskEvent,
     ...     TaskEventBatch("task-events:2", (5,), (bad,)), [(5, bad, "negative ts_us: -1")], None)]
     [('task-events', 2, 5, 'forwarded to the ranking: negative ts_us: -1')]
     """
-    topic, _, partition = batch.source.rpartition(":")
-    return [dead_letter(topic, int(partition) if partition.isdigit() else -1, offset, codec.encode_key(event.job_id),
+    topic, partition = _place(batch.source)
+    return [dead_letter(topic, partition, offset, codec.encode_key(event.job_id),
                         codec.encode(event), f"forwarded to the ranking: {reason}", timestamp_s)
             for offset, event, reason in refused]

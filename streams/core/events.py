@@ -337,8 +337,8 @@ def _batch_problem(batch: TaskEventBatch) -> str | None:
     offsets = batch.offsets
     if len(offsets) != len(batch.events):
         return f"{len(offsets)} offsets for {len(batch.events)} forwarded task events"
-    if any(later <= earlier for earlier, later in itertools.pairwise(offsets)) or min(offsets, default=0) < 0:
-        return f"forwarded task events' offsets do not increase from 0 or more: {offsets[:3]}..."
+    if (problem := _offsets_problem(offsets, "task events")) is not None:
+        return problem
     for event in batch.events:
         if not isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
             return f"a {type(event).__name__} among forwarded task events"
@@ -352,9 +352,12 @@ def _rows_problem(rows: TaskRows) -> str | None:
     columns = (rows.ts_us, rows.kinds, rows.job_ids, rows.task_ids, rows.node_ids, rows.values, rows.progress_ppm)
     if any(len(column) != count for column in columns):
         return f"task rows with columns of {sorted({len(column) for column in columns})} values for {count} offsets"
-    offsets = rows.offsets
+    return _offsets_problem(rows.offsets, "task rows")
+
+
+def _offsets_problem(offsets: tuple[int, ...], what: str) -> str | None:
     if any(later <= earlier for earlier, later in itertools.pairwise(offsets)) or min(offsets, default=0) < 0:
-        return f"forwarded task rows' offsets do not increase from 0 or more: {offsets[:3]}..."
+        return f"forwarded {what}' offsets do not increase from 0 or more: {offsets[:3]}..."
     return None
 
 

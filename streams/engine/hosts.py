@@ -26,12 +26,10 @@ from streams.agents.idle_rules import (
 from streams.agents.records import (
     RepeatsLog,
     dead_letter,
-    forwarded_batches,
-    forwarded_rows,
+    forwarded,
     published,
     reason_to_refuse,
-    refused_forwarded,
-    refused_rows,
+    take_forwarded,
 )
 from streams.config import job_idle_timeout_us, prediction_context, ranking_config
 from streams.core.events import Event, StragglerPrediction, TaskEvent, TaskEventBatch, TaskRows
@@ -140,7 +138,7 @@ class NormaliseHost(Host[NormalizeStage]):
         config = ranking_config(settings)
         self.summaries = not learns_from_samples(config)  # else the detector needs every sample
         self.forwards = watches_tasks(config)  # the detector watches the task events themselves (issue 21)
-        self.forward_batches = settings.forward_format == "batches"
+        self.forward_batches = settings.forward_format == "batches"  # for rankings before rows (rolling upgrade)
         self.cluster_id = settings.cluster_id
         self.feed_key = codec.encode_key(settings.cluster_id)
         self.idle = IdleClock(settings.idle_stream_timeout_s, behind=behind, caught_up=caught_up,
@@ -189,13 +187,8 @@ class NormaliseHost(Host[NormalizeStage]):
         of a partition before a boundary is on the feed before the partition's mark past it): the values it takes,
         in ``TaskRows`` records that name where (``forwarded_rows``: the ranking drops what a restart forwards
         again)."""
-        if self.forward_batches:  # LAGGARD_FORWARD_FORMAT=batches: the events' bytes, for rankings before rows
-            values = forwarded_batches((item.raw.topic, item.raw.partition, item.raw.offset, item.raw.value)
-                                       for item in items)
-        else:
-            values = forwarded_rows((item.raw.topic, item.raw.partition, item.raw.offset, item.record)
-                                    for item in items)
-        for value in values:
+        read = ((item.raw.topic, item.raw.partition, item.raw.offset, item.raw.value, item.record) for item in items)
+        for value in forwarded(read, self.forward_batches):
             self.outbox.send_raw(registry.RANKING_FEED.name, self.feed_key, value)
 
     def emit(self, emitted: Emitted) -> None:
@@ -320,13 +313,7 @@ class RankHost(Host[PublishedRanking]):
             record = item.record
             if isinstance(record, TaskRows | TaskEventBatch):
                 raw = item.raw
-                stamp = raw.timestamp / 1000 if raw.timestamp else None
-                if isinstance(record, TaskRows):
-                    again, refused_at = ranking.stage.observe_rows(record)
-                    letters = refused_rows(record, refused_at, stamp)
-                else:  # the events' own bytes, from a worker before session 23
-                    again, refused = ranking.stage.observe_batch(record)
-                    letters = refused_forwarded(record, refused, stamp)
+                again, letters = take_forwarded(ranking.stage, record, raw.timestamp / 1000 if raw.timestamp else None)
                 repeats += again
                 for letter in letters:
                     self.outbox.send_raw(registry.DEAD_LETTERS.name, letter.key, codec.encode(letter))

@@ -26,13 +26,13 @@ from typing import Any
 
 from streams.core.detection.task_table import TaskTable
 from streams.core.events import Event, TaskCheckpoint, TaskFinish, TaskStart
-from streams.core.task_rows import CHECKPOINT, ENDED, FINISHED, SEEN, START, task_row
+from streams.core.task_rows import CHECKPOINT, FINISHED, SEEN, START, task_row
 
 _PPM_BITS = 20  # a buffered checkpoint holds elapsed_us << 20 | progress in millionths
-_START, _FINISH, _DROP, _CHECK = START, FINISHED, ENDED, CHECKPOINT  # a buffered event's kind is its row's
 _TIE_ORDER = operator.itemgetter(0, 1, 3, 4, 2)  # a buffered event: time, kind, job, task, then arrival
 
-Buffered = tuple[int, int, int, str, str, str, int]  # (ts, kind, seq, job, task, node, duration or checkpoint)
+# (ts, kind as its row's, seq, job, task, node, duration or checkpoint)
+Buffered = tuple[int, int, int, str, str, str, int]
 
 
 class TaskLog:
@@ -74,15 +74,15 @@ class TaskLog:
         # Arrival (seq) decides only among one task's own events, from one partition.
         due.sort(key=_TIE_ORDER)
         for ts, kind, _, job, task, node, duration in due:
-            if kind == _START:
+            if kind == START:
                 self.table.put(job, task, node, ts, -1)
-            elif kind == _CHECK:
+            elif kind == CHECKPOINT:
                 self._checkpoint(self.table.key(job, task), duration >> _PPM_BITS,
                                  (duration & ((1 << _PPM_BITS) - 1)) / 1e6)
             else:
                 self.projected.pop((job, task), None)
                 self._reported.pop((job, task), None)
-                if kind == _FINISH:
+                if kind == FINISHED:
                     self.table.put(job, task, node, ts - duration, duration)
                 else:
                     self.table.drop(job, task)  # failed or killed: not a measure of the node's speed
@@ -120,7 +120,7 @@ class TaskLog:
         """``checkpoints``: the snapshot's buffered progress reports are in this encoding (a version 1 detector
         snapshot's are not, and are left out)."""
         self._buffer = [(int(a), int(b), int(c), str(d), str(e), str(f), int(g)) for a, b, c, d, e, f, g
-                        in state["buffer"] if checkpoints or b != _CHECK]
+                        in state["buffer"] if checkpoints or b != CHECKPOINT]
         heapq.heapify(self._buffer)
         self._seq = int(state["seq"])
         self.table = TaskTable()
