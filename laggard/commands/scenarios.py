@@ -22,6 +22,8 @@ from rich.table import Table
 from laggard.commands.options import settings_with, stdout_console
 from laggard.commands.run import ranking_options
 from laggard.errors import UserError
+from streams.config import ranking_config
+from streams.settings import Settings
 
 CHOOSING_SEEDS = "100-104"  # seeds for choosing detectors and defaults; report on 1-5
 
@@ -81,6 +83,7 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
     overrides = {k: v for k, v in ranking.items() if v is not None}
     if overrides.get("significance_floor") == "none":
         overrides["significance_floor"] = None
+    _check_before_running(settings, plot_dir)
     chosen = [SCENARIOS[name].scaled(checkpoints=checkpoints) for name in (only or SCENARIOS)]
     loops = {"both": ["open", "closed"], "all": ["open", "closed", "canary"]}.get(loop_names, [loop_names])
     err = Console(stderr=True, soft_wrap=True)
@@ -100,6 +103,20 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
         sys.stdout.buffer.write(orjson.dumps(document, option=orjson.OPT_NON_STR_KEYS) + b"\n")
         return
     print_table(rows, stdout_console())
+
+
+def _check_before_running(settings: Settings, plot_dir: Path | None) -> None:
+    """What would end the command after every run refuses it now, in one line: a combination of settings the
+    ranking refuses (each run would raise it), a plot directory that cannot be made (the results would be lost)."""
+    try:
+        ranking_config(settings)
+    except ValueError as exc:
+        raise UserError(f"invalid settings: {exc}") from None
+    if plot_dir is not None:
+        try:
+            plot_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create the plot directory {plot_dir}: {exc.strerror or exc}") from None
 
 
 def _print_list(known: dict[str, Any], as_json: bool) -> None:

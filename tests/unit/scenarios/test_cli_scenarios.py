@@ -31,3 +31,15 @@ def test_list_and_mistakes() -> None:
     for args, words in ((["--only", "nope"], "unknown scenario"), (["--seeds", "x"], "--seeds")):
         result = invoke(*args)
         assert result.exit_code == 1 and words in result.stderr and "Traceback" not in result.output
+
+
+def test_what_would_end_the_command_after_its_runs_is_refused_before_the_first(tmp_path) -> None:
+    """A window shorter than the period raised a traceback from every run; a plot directory that cannot be made
+    ended the command after the whole suite had run, its results lost. Both are one line now, before any run."""
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    for args, words in ((["--period", "100000"], "invalid settings: the window (3600 s) must be at least"),
+                        (["--plot", str(a_file / "sub")], "cannot create the plot directory")):
+        result = invoke("--only", "cpu-2x", "--seeds", "1", "--loop", "open", *args)
+        assert result.exit_code == 1 and words in result.stderr, result.output
+        assert "Traceback" not in result.output and "seed 1:" not in result.stderr  # refused before the run
