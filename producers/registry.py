@@ -101,7 +101,12 @@ def open_trace(spec: str, traces_dir: Path | None = None) -> Trace:
     path = _path_of(spec, name, rest, traces_dir)
     reader = _load_reader(name)
     reader(path, ReadStats())  # readers check their input eagerly (header, layout) and read lazily
-    return Trace(spec, name, lambda stats: reader(path, stats))
+    job_ends = None
+    if name == "google2011-events":
+        from producers.readers.google2011 import has_job_events
+
+        job_ends = has_job_events(path)
+    return Trace(spec, name, lambda stats: reader(path, stats), job_ends=job_ends)
 
 
 def _path_of(spec: str, name: str, rest: str, traces_dir: Path | None) -> Path:
@@ -163,8 +168,10 @@ class Trace:
         format: str,
         open_events: Callable[[ReadStats], Iterator[Event]],
         ground_truth: dict[str, Any] | None = None,
+        job_ends: bool | None = None,
     ) -> None:
         self.spec = spec
+        self._job_ends = job_ends  # None: as the format says (``WITHOUT_JOB_ENDS``)
         self.format = format
         self.ground_truth = ground_truth
         self._open = open_events
@@ -172,8 +179,9 @@ class Trace:
 
     @property
     def has_job_ends(self) -> bool:
-        """Whether the format publishes JobFinish; without, a job is final only after the job idle timeout."""
-        return self.format not in WITHOUT_JOB_ENDS
+        """Whether the trace publishes JobFinish (its format does, unless this trace lacks the files that carry
+        them); without, a job is final only after the job idle timeout."""
+        return self.format not in WITHOUT_JOB_ENDS if self._job_ends is None else self._job_ends
 
     def _reset(self) -> None:
         self.stats = ReadStats()

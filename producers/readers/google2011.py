@@ -86,6 +86,16 @@ def read_google_events(directory: str | Path, stats: ReadStats) -> Iterator[Even
     return _events(heapq.merge(*streams), stats)
 
 
+def has_job_events(directory: str | Path) -> bool:
+    """Whether ``directory`` has ``job_events/`` part files with a row: without, no job ends (a copy of
+    ``task_events/`` alone), so its jobs are final only once idle, as a CSV trace's. Reads one line a part."""
+    for part in _parts(Path(directory) / "job_events"):
+        with open_text(part) as handle:
+            if any(line.strip() for line in handle):
+                return True
+    return False
+
+
 def _parts(directory: Path) -> list[Path]:
     if not directory.is_dir():
         return []

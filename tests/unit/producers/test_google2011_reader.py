@@ -191,3 +191,23 @@ def test_a_schedule_carries_its_rows_class_priority_and_requests_and_an_empty_co
         (3, 11, 0.0625, 0.25),
         (None, None, None, None),
     ]
+
+
+def test_a_copy_without_job_events_is_a_trace_without_job_ends_and_run_says_so(tmp_path: Path) -> None:
+    """A new user's copy of task_events/ alone (or an empty job_events/) publishes no JobFinish: ``run`` must take
+    it as a CSV trace (jobs final once idle, and a note) instead of waiting the window's hour for each job."""
+    from click.testing import CliRunner
+
+    from laggard.cli import cli
+    from producers.registry import open_trace
+
+    rows = [_task(1_000_000 * i + 1, str(i // 4), i % 4, f"m{i % 3}", kind)
+            for i in range(40) for kind in (1, 4)]
+    with_jobs = _write_parts(tmp_path / "with", sorted(rows, key=lambda r: int(r.split(",")[0])),
+                             ["1,,0,0,u,2,n,l"])
+    without = _write_parts(tmp_path / "without", sorted(rows, key=lambda r: int(r.split(",")[0])), [])
+    assert open_trace(f"google2011-events:{with_jobs}").has_job_ends
+    assert not open_trace(f"google2011-events:{without}").has_job_ends
+    result = CliRunner().invoke(cli, ["run", "--trace", f"google2011-events:{without}"])
+    assert result.exit_code == 0, result.output
+    assert "google2011-events traces carry no job ends" in result.output
