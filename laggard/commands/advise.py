@@ -15,6 +15,7 @@ adviser avoids a node where the expected z exceeds a threshold, and says why wit
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +128,7 @@ def _print_eval(document: dict[str, Any]) -> None:
                   f"{document['refusal_budget']['window']} requests")  # fmt: skip
     window = budget and (f"{budget['window']} placements" if budget["window"] else f"{budget['window_us'] / 1e6:g} s")
     running = f"; refused only while at most {budget['share']:.1%} of the last {window}" if budget else ""
-    table = Table(title=f"adviser on {document['trace']} (avoid above {label} {limits}{running})")
+    table = Table(title=f"adviser on {_what_ran(document)} (avoid above {label} {limits}{running})")
     for column in ("run", "refused", "stragglers avoided", "null avoided", "JCT cut", "null JCT cut", "JCT vs null",
                    "avoided (z>=1)", "meets 17"):  # fmt: skip
         table.add_column(column, justify="right")
@@ -145,14 +146,40 @@ def _print_eval(document: dict[str, Any]) -> None:
                        f"{e['rrse']:.1f}", "-" if math.isnan(e["corr"]) else f"{e['corr']:.2f}")  # fmt: skip
     console.print(errors)
     if "summary" in document:
-        console.print(f"mean over seeds: {document['summary']}")
+        console.print(_mean_text(document["summary"], len(document["runs"])), markup=False)
     if document.get("tree"):
         console.print(f"CART of type {document['tree']['task_type']!r} (learned on the first hours):")
         console.print(document["tree"]["text"], markup=False)
 
 
 def _pct(value: float | None) -> str:
-    return "-" if value is None else percent(value)
+    return "-" if value is None or math.isnan(value) else percent(value)
+
+
+_CHECKS = {"avoided_at_least_half": "half the stragglers avoided", "refused_at_most_tenth": "at most a tenth refused",
+           "jct_beats_null": "more job time saved than the null"}  # fmt: skip
+
+
+def _mean_text(summary: dict[str, Any], runs: int) -> str:
+    """``advise eval``'s ``summary`` in one line: the mean shares, and issue 17's acceptance."""
+    missed = [words for check, words in _CHECKS.items() if not summary["acceptance_of_means"][check]]
+    means = "the means meet 17" if not missed else f"the means miss: {', '.join(missed)}"
+    return (f"mean over {runs} seed{'' if runs == 1 else 's'}: refused {_pct(summary['refused_share'])}, "
+            f"stragglers avoided {_pct(summary['avoided_share'])} (null {_pct(summary['null_avoided_share'])}), "
+            f"JCT cut {_pct(summary['jct_reduction'])} (null {_pct(summary['null_jct_reduction'])}); "
+            f"{summary['runs_meeting_all']} of {runs} runs meet 17; {means}")
+
+
+def _what_ran(document: dict[str, Any]) -> str:
+    """The trace, or for a synthetic one its keys without the seed and the seeds that were run."""
+    if "seeds" not in document:
+        return str(document["trace"])
+    head, _, rest = str(document["trace"]).partition(":")
+    keys = ",".join(k for k in rest.split(",") if k.strip() and not k.strip().startswith("seed="))
+    seeds = document["seeds"]
+    contiguous = len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1))
+    listed = f"{seeds[0]}-{seeds[-1]}" if contiguous else ", ".join(str(seed) for seed in seeds)
+    return f"{head}:{keys}, seed{'' if len(seeds) == 1 else 's'} {listed}"
 
 
 @advise.command("tree", epilog=formats_epilog())
@@ -194,7 +221,8 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
 @target_option
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
-@click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path), help="a file adapter's blacklist")
+@click.option("--blacklist", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="a file adapter's blacklist")
 @budget_options
 @calibrated_option
 @click.option("--budget-state", type=click.Path(dir_okay=False, path_type=Path),
@@ -224,6 +252,8 @@ def query(spec: str, node: str, task_type: str, threshold: str | None, target: s
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
     adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
     advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
+    if node not in tracker.nodes():  # the tracker answers an idle node: say so, the verdict stands
+        advice = replace(advice, reason=f"{advice.reason} (node {node} never seen in the trace: taken as idle)")
     if budget_state is not None and budget is not None:
         budget_state.write_text(orjson.dumps(budget.snapshot()).decode() + "\n")
     document = {"node": node, "task_type": task_type, "verdict": advice.verdict, "expected_z": advice.expected_z,

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from laggard.commands.traces import open_trace_or_fail
+from laggard.commands.traces import echo_bad_rows, open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, Budget, RefusalBudget, parse_window
 from streams.core.avoidance.calibration import (
@@ -114,6 +114,7 @@ def load_samples(spec: str, tracker: NodeStatusTracker | None = None) -> tuple[l
     trace = open_trace_or_fail(spec)
     click.echo(f"reading {spec} ...", err=True)
     samples = collect_samples(iter(trace), tracker=tracker)
+    echo_bad_rows(trace)
     if len(samples) < 2:
         raise UserError(f"{spec}: fewer than 2 labelled tasks (successful tasks of jobs with 2 or more of them)")
     return samples, trace
@@ -351,8 +352,7 @@ def evaluate_trace(spec: str, knobs: Knobs) -> dict[str, Any]:
     budget = _budget_doc(knobs, mode)
     if budget is not None and mode == "calibrated":  # on a trace the learning hours' threshold is the floor
         budget["floor"] = threshold
-    return {"trace": spec, "threshold": threshold, "refusal_budget": budget,
-            "knobs": asdict(knobs),
+    return {"trace": spec, "threshold": threshold, "refusal_budget": budget, "knobs": asdict(knobs),
             "runs": [_score_row("trace", by_median, by_z)], "tree_errors": errors,
             "tree": {"task_type": biggest, "text": cart.text(biggest)}}  # fmt: skip
 

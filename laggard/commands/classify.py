@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
 import orjson
 
 from laggard.commands.options import formats_epilog, refuse_unusable, stdout_console
-from laggard.commands.traces import open_trace_or_fail
+from laggard.commands.traces import echo_bad_rows, open_trace_or_fail
 from laggard.errors import UserError
 from streams.core.detection.mlna.analysis import PERSISTENCE, Analysis, Truth, analyse
 from streams.core.detection.mlna.classifiers import CLASSIFIERS
@@ -80,6 +80,8 @@ class TraceRun:
     lift: LiftResult | None
     samples: int
     tail_start_us: int | None  # start of the incomplete last period, if any (used by the forward check only)
+    bad_rows: int = 0
+    bad_examples: list[dict[str, Any]] = field(default_factory=list)  # the first few: file, line, reason
 
 
 def read_samples(spec: str, sub_period_us: int, sub_periods: int) -> tuple[list[PeriodBuilder], ForwardLift,
@@ -153,9 +155,21 @@ def run_one(spec: str, sub_period_us: int, sub_periods: int, methods: tuple[str,
     click.echo(f"reading {spec} ...", err=True)
     builders, lift, samples, trace, tail = read_samples(spec, sub_period_us, sub_periods)
     click.echo(f"  {samples:,} z-values in {len(builders)} complete periods; clustering and classifying ...", err=True)
+    echo_bad_rows(trace)
+    if not builders:
+        click.echo(f"note: {spec} spans less than one period ({sub_periods} x {_duration(sub_period_us)}), so "
+                   f"nothing is clustered; give shorter periods, e.g. --sub-period 1h --period N (N hours)", err=True)
     tables = [b.table() for b in builders]
     analysis = analyse(tables, methods, seed=seed, threshold=threshold, truth=truth_of(trace))
-    return TraceRun(spec, analysis, forward_check(analysis, lift, default, sub_period_us * sub_periods), samples, tail)
+    return TraceRun(spec, analysis, forward_check(analysis, lift, default, sub_period_us * sub_periods), samples, tail,
+                    trace.bad_rows, trace.bad_examples)
+
+
+def _duration(us: int) -> str:
+    """Microseconds as ``--sub-period`` takes them: ``1d``, ``1h``, ``30m`` or ``90s``."""
+    seconds = us / 1_000_000
+    unit = next((u for u in "dhm" if seconds % _UNITS[u] == 0), "s")
+    return f"{seconds / _UNITS[unit]:g}{unit}"
 
 
 # --- the report ------------------------------------------------------------------------------------
@@ -190,7 +204,8 @@ def trace_document(run: TraceRun) -> dict[str, Any]:
             entry["clustering_vs_truth"] = _rates(p.clustering)
         periods.append(entry)
     document: dict[str, Any] = {
-        "trace": run.spec, "samples": run.samples, "periods": periods,
+        "trace": run.spec, "samples": run.samples, "bad_rows": run.bad_rows, "bad_examples": run.bad_examples,
+        "periods": periods,
         "table": {m: _rates(analysis.total(m)) for m in analysis.methods},
     }  # fmt: skip
     if any(p.truth for p in analysis.periods):
@@ -290,6 +305,9 @@ def classify(traces: tuple[str, ...], seeds: str | None, sub_period: str, sub_pe
     """Cluster nodes per period (ML-NA), label the weak cluster and predict next period's weak nodes."""
     sub_period_us = parse_duration(sub_period)
     methods = tuple(m.strip() for m in classifiers.split(",") if m.strip())
+    if not methods:
+        raise click.BadParameter(f"name at least one classifier; known: {', '.join(CLASSIFIERS.names())}",
+                                 param_hint="--classifiers")
     for method in methods:
         if method not in CLASSIFIERS:
             raise click.BadParameter(f"unknown classifier {method!r}; known: {', '.join(CLASSIFIERS.names())}",

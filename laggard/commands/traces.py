@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
+
 from laggard.errors import UserError
 
 
@@ -19,3 +21,19 @@ def open_trace_or_fail(spec: str) -> Any:
         raise UserError(str(exc)) from None
     except OSError as exc:
         raise UserError(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)) from None
+
+
+def echo_bad_rows(trace: Any) -> None:
+    """After iterating ``trace``, on stderr as ``laggard rank`` reports them: how many rows its reader skipped as
+    bad, and the first few with their file and line (for the commands that otherwise say nothing of their rows:
+    classify, advise)."""
+    from laggard.commands.rank import trace_report
+
+    report = trace_report(trace)
+    if not report.bad:
+        return
+    click.echo(f"  {report.bad:,} bad row{'' if report.bad == 1 else 's'} skipped", err=True)
+    for example in report.examples:
+        click.echo(f"  bad row, {example}", err=True)
+    if report.bad > len(report.examples):
+        click.echo(f"  ... and {report.bad - len(report.examples):,} more bad rows", err=True)
