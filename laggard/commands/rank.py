@@ -148,7 +148,18 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
         sys.stdout.buffer.write(orjson.dumps(ranking_document(ranking)) + b"\n")
         sys.stdout.flush()
     else:
-        print_ranking(ranking, stdout_console())
+        print_ranking(ranking, stdout_console(), *_why_empty(source))
+
+
+def _why_empty(source: Any) -> tuple[str, ...]:
+    """Why an empty ranking is empty when the generic reason would mislead: events, but no task finished on a node
+    (a format of job events only names none)."""
+    if not source.events:
+        return ("nothing to rank: the trace held no event",)
+    if not sum(source.finished.values()):
+        return ("nothing to rank: no task of this trace finished on a node (a format with job events only, such as "
+                "alibaba2017-tasks, names no node)",)
+    return ()
 
 
 def _config(policy: str | None, min_tasks: int | None, floor: float | str | None,

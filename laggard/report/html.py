@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from laggard.report.progress import RunOutcome, trace_time
-from laggard.report.terminal import fraction
+from laggard.report.terminal import fraction, sooner
 from streams.core.evaluation.detection import DetectionScore
 
 STYLE = """
@@ -54,7 +54,7 @@ def story(report: DemoReport) -> list[str]:
     found, truth_avoid = outcome.avoidance()
     if found.moved and found.mean_reduction is not None:
         ideal = (
-            f", {100 * truth_avoid.mean_reduction:.1f} % had exactly the slow nodes been listed from the onset"
+            f", {sooner(truth_avoid.mean_reduction)} had exactly the slow nodes been listed from the onset"
             if truth_avoid is not None and truth_avoid.mean_reduction is not None
             else ""
         )
@@ -62,8 +62,8 @@ def story(report: DemoReport) -> list[str]:
             f"Had the scheduler honoured the blacklist, {found.moved:,} task(s) of {found.affected_jobs:,} job(s) "
             f"would have run elsewhere in about {found.moved_mean_s_after:,.0f} s instead of "
             f"{found.moved_mean_s_before:,.0f} s. Averaged over the {found.over_jobs:,} jobs either list touched, "
-            f"jobs would have ended {100 * found.mean_reduction:.1f} % sooner{ideal}, and "
-            f"{100 * (found.mean_baseline or 0.0):.1f} % with as many random tasks moved instead."
+            f"jobs would have ended {sooner(found.mean_reduction)}{ideal}, and "
+            f"{sooner(found.mean_baseline or 0.0)} with as many random tasks moved instead."
         )
     return lines
 

@@ -11,13 +11,14 @@ from streams.core.ranking import NodeRank, Ranking
 
 # Beyond this many nodes the table shows the ones that matter first (see print_ranking).
 MAX_TABLE_ROWS = 60
+NOTHING_TO_RANK = "nothing to rank: no job had 2 or more successful tasks with different durations"
 
 
-def print_ranking(ranking: Ranking, console: Console) -> None:
-    """Nodes by level, then the blacklist and why, for a person."""
+def print_ranking(ranking: Ranking, console: Console, empty: str = NOTHING_TO_RANK) -> None:
+    """Nodes by level, then the blacklist and why, for a person (``empty``: why there is nothing to rank)."""
     ranked = ranking.ranked
     if not ranked:
-        console.print("nothing to rank: no job had 2 or more successful tasks with different durations")
+        console.print(empty)
         return
     levels = 1 + max((row.level for row in ranked if row.level is not None), default=-1)
     # A policy without levels (the running detector judges tasks, not P-Cores clusters) has none to count or show.

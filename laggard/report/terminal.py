@@ -56,6 +56,8 @@ def print_counts(counts: dict[str, Any], console: Console) -> None:
     console.print(table)
     for bad in counts["bad_examples"]:
         console.print(f"  bad row, {bad['file']} line {bad['line']}: {bad['reason']}")
+    if counts["bad_rows"] > len(counts["bad_examples"]):
+        console.print(f"  ... and {counts['bad_rows'] - len(counts['bad_examples']):,} more bad rows")
     late, samples = counts["late_samples"], counts["samples"]
     if samples and late >= 0.1 * samples:
         console.print(
@@ -103,6 +105,13 @@ def percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value + 0.0:.1f} %"
 
 
+def sooner(value: float | None) -> str:
+    """A mean reduction of job time in words: '2.3 % sooner', '2.3 % later' (the list cost time), '-' undefined."""
+    if value is None:
+        return "-"
+    return f"{percent(abs(value))} {'later' if value < 0 else 'sooner'}"
+
+
 def print_avoidance(found: AvoidSummary, truth: AvoidSummary | None, console: Console) -> None:
     """What honouring the blacklist would have saved (SPEC 7's DSB scheduler, ``simulation.avoid_blacklist``)."""
     if not found.moved:
@@ -123,10 +132,10 @@ def print_avoidance(found: AvoidSummary, truth: AvoidSummary | None, console: Co
     )
     compared = f"Averaged over the {found.over_jobs:,} jobs " + ("either list touched" if truth else "it touched")
     console.print(
-        f"{compared}, jobs would have ended [bold]{percent(found.mean_reduction)}[/] sooner with the blacklist, "
-        f"{percent(found.mean_baseline)} with as many random tasks moved instead"
+        f"{compared}, jobs would have ended [bold]{sooner(found.mean_reduction)}[/] with the blacklist, "
+        f"{sooner(found.mean_baseline)} with as many random tasks moved instead"
         + (
-            f", and {percent(truth.mean_reduction)} had exactly the injected slow nodes been listed from the fault "
+            f", and {sooner(truth.mean_reduction)} had exactly the injected slow nodes been listed from the fault "
             f"onset ({truth.moved:,} tasks moved)."
             if truth is not None and truth.moved
             else "."

@@ -200,3 +200,14 @@ def test_a_large_cluster_shows_the_blacklisted_nodes_first_then_the_strongest_ev
     assert listed and listed == list(range(len(listed)))  # the blacklisted rows open the table
     lows = [float(line.split("[", 1)[1].split(",", 1)[0]) for line in rows[len(listed):] if "[" in line]
     assert lows == sorted(lows, reverse=True)  # then the highest lower bounds
+
+
+def test_an_empty_ranking_says_why_for_a_header_only_file_and_for_job_events_only(tmp_path, traces_dir) -> None:
+    """Both said "no job had 2 or more successful tasks with different durations": a file with no row holds no
+    event, and alibaba2017-tasks (job events only) names no node, as ``laggard run`` says."""
+    header_only = tmp_path / "header.csv"
+    header_only.write_text(HEADER + "\n")
+    assert run("--tasks", str(header_only)).stdout.strip() == "nothing to rank: the trace held no event"
+    job_events_only = run("--trace", f"alibaba2017-tasks:{traces_dir / 'alibaba2017-batch-task' / 'batch_task.csv'}")
+    assert job_events_only.exit_code == 0, job_events_only.output
+    assert "no task of this trace finished on a node" in job_events_only.stdout

@@ -225,3 +225,13 @@ def test_settings_the_ranking_refuses_are_one_line():
     result = invoke("--trace", SPEC, "--window", "60", "--period", "600")
     assert result.exit_code == 1
     assert "invalid settings: the window (60 s) must be at least the ranking period (600 s)" in result.stderr
+
+
+def test_more_bad_rows_than_examples_end_with_how_many_more(tmp_path):
+    """The summary shows the first bad rows; it said nothing of the rest (6 bad rows, 5 shown, no word of the 6th)."""
+    lines = [*cluster_rows(("n05",), 60, 3)] + [f"jb{i},t0,n01,100,50,SUCCEEDED" for i in range(8)]
+    path = tmp_path / "tasks.csv"
+    path.write_text("\n".join(lines) + "\n")
+    out = invoke("--trace", f"csv:{path}", "--job-idle-timeout", "600").stdout
+    shown = out.count("  bad row, ")
+    assert 0 < shown < 8 and f"... and {8 - shown} more bad rows" in out

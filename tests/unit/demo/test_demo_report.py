@@ -53,8 +53,8 @@ def test_the_page_names_the_slow_nodes_and_when_they_were_caught(demo_run):
     assert "significance_floor" in page and "0.25" in page  # the settings used
     assert "coloured by P-Cores level" not in page  # the default policy (running) has no levels to colour by
     saved = re.search(
-        r"jobs would have ended ([\d.]+) % sooner, ([\d.]+) % had exactly the slow nodes been "
-        r"listed from the onset, and ([\d.]+) % with as many random tasks moved instead",
+        r"jobs would have ended ([\d.]+) % sooner, ([\d.]+) % sooner had exactly the slow nodes been "
+        r"listed from the onset, and ([\d.]+) % sooner with as many random tasks moved instead",
         summary,
     )
     assert saved, summary
@@ -98,3 +98,11 @@ def test_an_out_path_that_is_a_file_is_one_error_line(tmp_path):
     result = CliRunner().invoke(cli, ["demo", "--out", str(blocker / "sub"), "--jobs", "5"])
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("Error:"), result.stderr
+
+
+def test_a_list_that_cost_job_time_says_later_not_a_negative_sooner() -> None:
+    """On Google 2011 the blacklist's mean change is -2.3 %: the summary said "-2.3 % sooner"."""
+    from laggard.report.terminal import sooner
+
+    assert (sooner(-0.023), sooner(0.088), sooner(0.0), sooner(None)) == ("2.3 % later", "8.8 % sooner",
+                                                                            "0.0 % sooner", "-")
