@@ -136,15 +136,19 @@ def formats_epilog() -> str:
 
 
 def refuse_unusable(spec: str, trace: Any) -> None:
-    """A trace whose every row was bad was most likely read in the wrong format: say so, and fail."""
+    """A trace that had rows but gave no event: every row bad (most likely read in the wrong format), or skipped
+    (e.g. a slice of Google 2011 from before the trace's start), or both. Say which, and fail."""
     stats = trace.stats
-    if trace.events or not stats.bad_rows:
+    if trace.events or not (stats.bad_rows or stats.skipped):
         return
     first = stats.bad_examples[0].reason if stats.bad_examples else "no example kept"
-    raise UserError(
-        f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}). Is "
-        f"{spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
-    )
+    hint = (f" Is {spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
+            if stats.bad_rows else "")
+    if not stats.skipped:
+        raise UserError(f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}).{hint}")
+    reasons = "; ".join(f"{reason}: {count:,}" for reason, count in stats.skip_reasons.most_common(3))
+    bad = f" and {stats.bad_rows:,} bad (first: {first})" if stats.bad_rows else ""
+    raise UserError(f"no usable event in {spec}: {stats.skipped:,} rows were skipped ({reasons}){bad}.{hint}")
 
 
 def serve_health(settings: Any) -> Any:

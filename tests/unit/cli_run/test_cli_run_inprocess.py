@@ -213,6 +213,22 @@ def test_a_file_read_in_the_wrong_format_fails_and_says_so(tmp_path):
         assert "all 20 rows were bad" in result.stderr and "read that file with alibaba2017-tasks:" in result.stderr
 
 
+def test_a_slice_whose_rows_were_all_skipped_says_why_and_does_not_blame_the_format(tmp_path):
+    """1,000 valid Google rows at time 0 (before the trace began) and one bad line: "all 1 rows were bad" with the
+    wrong-format hint, rc 1; without the bad line, rc 0 and "the trace held no event". Both now name the skips."""
+    import gzip
+
+    rows = "".join(f"0,,{i // 4},{i % 4},m{i % 5},1,u,2,9,0.1,0.1,0.0,0\n" for i in range(1000))
+    for name, extra in (("clean", ""), ("one-bad", "oops\n")):
+        (tmp_path / name / "task_events").mkdir(parents=True)
+        with gzip.open(tmp_path / name / "task_events" / "part-00000-of-00001.csv.gz", "wt") as handle:
+            handle.write(rows + extra)
+        result = invoke("--trace", f"google2011-events:{tmp_path / name}")
+        assert result.exit_code == 1, result.output
+        assert "1,000 rows were skipped (event at time 0" in result.stderr
+        assert ("1 bad" in result.stderr) == bool(extra) and "all 1 rows were bad" not in result.stderr
+
+
 def test_a_trace_of_job_events_only_says_why_nothing_is_ranked(tmp_path):
     path = tmp_path / "batch_task.csv"
     path.write_text("".join(f"{i},{i + 60},j{i},t{i},1,Terminated,1,0.5\n" for i in range(20)))
