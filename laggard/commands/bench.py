@@ -10,7 +10,7 @@ import orjson
 from rich.console import Console
 
 from laggard.bench.common import SIZES, missing_traces
-from laggard.commands.options import bootstrap_option, settings_with
+from laggard.commands.options import settings_with
 from laggard.errors import UserError
 
 
@@ -21,7 +21,8 @@ def _terminate(signum: int, frame: Any) -> None:
 @click.command()
 @click.option("--quick", is_flag=True, help="Small sizes for a CI smoke run (under 2 minutes).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document with every figure on stdout.")
-@bootstrap_option
+@click.option("--bootstrap", metavar="HOST:PORT", default=None,
+              help="use this Kafka broker, which must hold no topics [default: start one on free ports]")
 @click.option("--size", type=click.Choice(sorted(SIZES)), default=None, hidden=True,
               help="Sizes by name (full, quick, tiny); tiny is for the unit test.")
 def bench(quick: bool, as_json: bool, bootstrap: str | None, size: str | None) -> None:
@@ -33,7 +34,7 @@ def bench(quick: bool, as_json: bool, bootstrap: str | None, size: str | None) -
     Each stage runs in a subprocess of its own, one after another. The bench starts its own Kafka broker on
     free ports and stops it at the end; with --bootstrap it uses that broker instead, which must hold no
     topics (the bench deletes and recreates them). Traces come from LAGGARD_TRACES_DIR (default
-    ../shared/traces). The full run takes about 12 minutes on 2 cores; progress goes to stderr.
+    ../shared/traces). The full run takes about 20 minutes on 2 cores; progress goes to stderr.
     """
     settings = settings_with(bootstrap)
     missing = missing_traces(settings)
