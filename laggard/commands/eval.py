@@ -41,6 +41,37 @@ DEFAULT_METHODS = (
 )  # fmt: skip
 
 
+PROGRESS_EVERY_S = 10.0  # a line on stderr this often while one method runs (nurd-batch takes minutes on big jobs)
+
+
+class _ProgressClock:
+    """The clock ``evaluate_method`` times the methods with (ns), which also says how far the method has got.
+
+    ``replay_jobs`` reads the clock before and after each event, so every other reading starts an event: a line
+    goes out at such a reading (outside the method's timed work) once ``every_s`` passed since the last line.
+    """
+
+    def __init__(self, name: str, events: int, err: Console, every_s: float) -> None:
+        self.name, self.events, self.err, self.every_s = name, events, err, every_s
+        self.readings = 0
+        self.started = self.last = time.perf_counter()
+
+    def __call__(self) -> int:
+        if self.readings % 2 == 0:
+            now = time.perf_counter()
+            if now - self.last >= self.every_s:
+                self.last = now
+                self.report(now)
+        self.readings += 1
+        return time.perf_counter_ns()
+
+    def report(self, now: float) -> None:
+        done = self.readings // 2  # events started so far, over the oracle run then the online one
+        run, at = ("online threshold", done - self.events) if done >= self.events else ("oracle tau", done)
+        self.err.print(f"{self.name}: {now - self.started:.0f} s, event {at:,} of {self.events:,} ({run} run)",
+                       markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+
+
 def evaluate_jobs(
     jobs: dict[str, list[Event]], names: list[str], context: PredictionContext, online: bool, err: Console
 ) -> list[dict[str, Any]]:
@@ -52,9 +83,10 @@ def evaluate_jobs(
     scores: dict[str, dict[str, MethodScore]] = {}
     for name in names:
         started = time.perf_counter()
+        clock = _ProgressClock(name, events, err, PROGRESS_EVERY_S)
         with err.status(f"{name} on {len(truths)} job(s) ({events:,} events)"), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # scikit-learn's convergence chatter on tiny refits
-            scores[name] = evaluate_method(name, jobs, truths, context, online, time.perf_counter_ns)
+            scores[name] = evaluate_method(name, jobs, truths, context, online, clock)
         f1 = ", ".join(f"{job_id} {s.oracle.f1_in_time or 0.0:.2f}" for job_id, s in scores[name].items())
         err.print(f"{name}: F1 in time {f1} ({time.perf_counter() - started:.1f} s)", soft_wrap=True)
     return [score_row(scores[name][job_id]) for job_id in truths for name in names]
@@ -194,12 +226,14 @@ def eval_(specs: tuple[str, ...], methods: str | None, alpha: float | None, init
         from laggard.commands.heldout import emit, run_heldout
 
         given = None if methods is None else [n.strip() for n in methods.split(",") if n.strip()]
+        if given == []:
+            raise UserError("--methods names no method")
         emit(run_heldout(specs, given, context, online, repeats, err), as_json)
         return
     if len(specs) > 1:
         raise UserError("give one --trace (several traces are compared only with --heldout)")
     spec = specs[0]
-    names = parse_methods(methods or ",".join(DEFAULT_METHODS))
+    names = parse_methods(",".join(DEFAULT_METHODS) if methods is None else methods)  # '' names none: an error
     check_plot_dir(plot)
     jobs, trace = load_jobs(spec, err)
     if not jobs:
