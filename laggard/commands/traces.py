@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,7 +21,18 @@ def open_trace_or_fail(spec: str) -> Any:
     except ValueError as exc:
         raise UserError(str(exc)) from None
     except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)) from None
+        raise UserError(f"{exc.strerror or exc}: {exc.filename}{_relative_hint(exc.filename)}" if exc.filename
+                        else str(exc)) from None
+
+
+def _relative_hint(filename: Any) -> str:
+    """For a relative path that is not there: where it was looked for, and where the shared traces are (the
+    README's examples name ``../shared/traces/...``, which holds only from the project's directory)."""
+    path = Path(str(filename))
+    if path.is_absolute() or path.exists():
+        return ""
+    return (f" (relative to {Path.cwd()}; the shared traces' formats also read them without a path, from "
+            f"LAGGARD_TRACES_DIR, default ../shared/traces)")
 
 
 def echo_bad_rows(trace: Any) -> None:

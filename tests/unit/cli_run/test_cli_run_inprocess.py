@@ -251,3 +251,14 @@ def test_more_bad_rows_than_examples_end_with_how_many_more(tmp_path):
     out = invoke("--trace", f"csv:{path}", "--job-idle-timeout", "600").stdout
     shown = out.count("  bad row, ")
     assert 0 < shown < 8 and f"... and {8 - shown} more bad rows" in out
+
+
+def test_a_relative_path_that_is_not_there_says_where_it_was_looked_for(tmp_path, monkeypatch):
+    """The README's examples name ../shared/traces/..., which holds only from the project's directory; elsewhere
+    the error named the path alone."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("--trace", "google2011-usage:../shared/traces/google2011-nurd-timeseries/x")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"(relative to {tmp_path}" in result.stderr and "LAGGARD_TRACES_DIR" in result.stderr
+    absolute = invoke("--trace", f"csv:{tmp_path / 'missing.csv'}")
+    assert absolute.exit_code == 1 and "relative to" not in absolute.stderr
