@@ -127,10 +127,14 @@ def demo(
     outcome = run_with_progress(trace, pipeline, err, label="demo")
     index = _write(outcome, history, settings, spec, out_dir)
     console = stdout_console()
+    last_us = outcome.pipeline.counts.last_ts_us
+    if slow and last_us <= onset * 1e6:  # recall 0 % and "never" for every slow node would read as a miss
+        err.print(f"note: the trace ended at {trace_time(last_us)}, before the fault onset at "
+                  f"{trace_time(round(onset * 1e6))}: no node was ever slow (more --jobs or an earlier --onset)")
     print_summary(outcome, console)
     console.print(f"\nReport: [bold]{index.resolve()}[/] (written in {time.perf_counter() - started:.1f} s)")
-    if open_browser:
-        webbrowser.open(index.resolve().as_uri())
+    if open_browser and not webbrowser.open(index.resolve().as_uri()):
+        err.print(f"no web browser to open here: open {index.resolve().as_uri()}")
 
 
 def _prepare(out_dir: Path) -> None:

@@ -106,3 +106,16 @@ def test_a_list_that_cost_job_time_says_later_not_a_negative_sooner() -> None:
 
     assert (sooner(-0.023), sooner(0.088), sooner(0.0), sooner(None)) == ("2.3 % later", "8.8 % sooner",
                                                                             "0.0 % sooner", "-")
+
+
+def test_a_trace_ending_before_the_onset_says_so_and_a_mocked_missing_browser_is_named(tmp_path, monkeypatch):
+    """--jobs 50 ends the trace at 40 min, before the default onset (50 min): the summary's recall 0 % and "never"
+    read as a miss unless the demo says no node was ever slow. --open with no browser did nothing, silently (the
+    browser is mocked: none can run here)."""
+    import webbrowser
+
+    monkeypatch.setattr(webbrowser, "open", lambda url: False)  # a mock: no browser runs here (none installed)
+    result = CliRunner().invoke(cli, ["demo", "--out", str(tmp_path / "r"), "--jobs", "50", "--open"])
+    assert result.exit_code == 0, result.output
+    assert "before the fault onset at 50 min: no node was ever slow" in result.stderr
+    assert f"no web browser to open here: open {(tmp_path / 'r' / 'index.html').as_uri()}" in result.stderr
