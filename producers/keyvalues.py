@@ -10,6 +10,10 @@ ValueError: demo: bad value for nodes: 'x'
 Traceback (most recent call last):
 ...
 ValueError: demo: unknown key 'colour' (known: nodes)
+>>> parse_key_values("nodes", "demo", ("nodes",), lambda key, raw: raw)
+Traceback (most recent call last):
+...
+ValueError: demo: nodes has no value: expected nodes=VALUE
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ def parse_key_values(
             continue
         key, sep, raw = item.partition("=")
         key, raw = key.strip(), raw.strip()
+        if not sep and key in keys:
+            raise ValueError(f"{kind}: {key} has no value: expected {key}=VALUE")
         if not sep or key not in keys:
             raise ValueError(f"{kind}: unknown key {key!r} (known: {', '.join(keys)})")
         try:

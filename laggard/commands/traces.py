@@ -22,7 +22,7 @@ def open_trace_or_fail(spec: str) -> Any:
         raise UserError(str(exc)) from None
     except OSError as exc:
         raise UserError(f"{exc.strerror or exc}: {exc.filename}{_relative_hint(exc.filename)}" if exc.filename
-                        else str(exc)) from None
+                        else f"{spec}: {exc}") from None  # e.g. gzip's "Not a gzipped file" names no file
 
 
 def _relative_hint(filename: Any) -> str:

@@ -49,7 +49,12 @@ def header_of(path: str | Path) -> list[str]:
     with open_text(require_file(Path(path))) as handle:
         header = next(csv.reader(handle), [])
     names = [name.strip() for name in header]
+    if not any(names):
+        raise ValueError(f"{path}: the file is empty: its first line must name the columns {', '.join(REQUIRED)}")
     missing = [name for name in REQUIRED if name not in names]
+    if len(missing) == len(REQUIRED):  # not one of them: most likely data where the header line should be
+        raise ValueError(f"{path}: no header line: the first line must name the columns {', '.join(REQUIRED)} "
+                         f"(it reads {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
     if missing:
         raise ValueError(f"{path}: header lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED)}")
     return names

@@ -262,3 +262,12 @@ def test_a_relative_path_that_is_not_there_says_where_it_was_looked_for(tmp_path
     assert f"(relative to {tmp_path}" in result.stderr and "LAGGARD_TRACES_DIR" in result.stderr
     absolute = invoke("--trace", f"csv:{tmp_path / 'missing.csv'}")
     assert absolute.exit_code == 1 and "relative to" not in absolute.stderr
+
+
+def test_a_corrupt_gzip_names_the_trace(tmp_path):
+    """gzip's error names no file: "Error: Not a gzipped file (b'no')" left the user to guess which."""
+    path = tmp_path / "tasks.csv.gz"
+    path.write_bytes(b"no gzip\n")
+    result = invoke("--trace", f"csv:{path}")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.strip() == f"Error: csv:{path}: Not a gzipped file (b'no')"

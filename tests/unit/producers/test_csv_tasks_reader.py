@@ -76,6 +76,17 @@ def test_a_header_without_the_required_columns_fails_before_reading(tmp_path: Pa
         read_csv_tasks(path, ReadStats())
 
 
+def test_an_empty_file_and_a_file_without_a_header_line_say_which(tmp_path: Path) -> None:
+    """Both said "header lacks column(s) job_id, task_id, ..." as if the header were merely short."""
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="the file is empty"):
+        read_csv_tasks(empty, ReadStats())
+    data_first = _write(tmp_path / "data.csv", ["j1,t1,n1,10,30,SUCCEEDED"])
+    with pytest.raises(ValueError, match=r"no header line: .* \(it reads j1, t1, n1, 10, 30, SUCCEEDED\)"):
+        read_csv_tasks(data_first, ReadStats())
+
+
 rows_strategy = st.lists(
     st.tuples(st.integers(0, 10**12), st.integers(0, 10**9), st.sampled_from(list(Status)), st.integers(0, 3)),
     max_size=40,
