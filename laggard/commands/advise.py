@@ -214,7 +214,8 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
 @advise.command("query", epilog=formats_epilog())
 @click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
 @click.option("--node", required=True, help="the node asked about")
-@click.option("--type", "task_type", default="all", show_default=True, help="the task's type")
+@click.option("--type", "task_type", default=None,
+              help="the task's type [default: the trace's one type; a trace of several needs it]")
 @click.option("--threshold", default=None,
               help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
                    "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated]")
@@ -229,7 +230,7 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
               help="the refusal budget's window, read before (when it exists; its share and window win) and "
                    "written after this query, so a series of queries shares one budget")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
-def query(spec: str, node: str, task_type: str, threshold: str | None, target: str, cpu: float | None,
+def query(spec: str, node: str, task_type: str | None, threshold: str | None, target: str, cpu: float | None,
           memory: float | None, blacklist: Path | None, budget_share: float, budget_window: str,
           budget_state: Path | None,
           as_json: bool, **calibration: Any) -> None:  # fmt: skip
@@ -250,6 +251,11 @@ def query(spec: str, node: str, task_type: str, threshold: str | None, target: s
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
         same_kind(budget, calibrated, f"--budget-state {budget_state}")
     adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
+    if task_type is None:  # "all" answered "no tree yet: allowed" on every trace whose tasks have types
+        types = adviser.trees.types()
+        if len(types) != 1:
+            raise UserError(f"{spec} has trees for task types {', '.join(types) or 'none'}: give --type")
+        task_type = types[0]
     adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
     advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
     if node not in tracker.nodes():  # the tracker answers an idle node: say so, the verdict stands

@@ -102,7 +102,9 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
                  ["query", "--trace", SMALL, "--node", "n", "--threshold", "compute=high"],
                  ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
                  ["eval", "--trace", SMALL, "--budget-window", "soon"],
-                 ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"]):  # fmt: skip
+                 ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"],
+                 # a trace of several task types: the default "all" answered "no tree yet: allowed" to every query
+                 ["query", "--trace", f"{SMALL},seed=3", "--node", "node-04"]):  # fmt: skip
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")
@@ -123,3 +125,11 @@ def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silen
     assert plain.exit_code == 1 and "holds a calibrated budget; add --calibrated" in plain.output
     alone = CliRunner().invoke(cli, [*base[:-3], "--json", "--calibrated"])  # no --budget-state: it could never refuse
     assert alone.exit_code == 1 and "give --budget-state FILE" in alone.output
+
+
+def test_query_without_a_type_takes_the_trace_s_one_type() -> None:
+    result = CliRunner().invoke(cli, ["advise", "query", "--trace", "synthetic:nodes=20,slow=0,jobs=60,seed=3",
+                                      "--node", "node-04", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["task_type"] == "all" and "no tree" not in document["reason"]
