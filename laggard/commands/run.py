@@ -191,6 +191,9 @@ def run(spec: str, partitions: int, as_json: bool, **ranking: Any) -> None:
               + (f", predictor {method}" if method else ""))
     if idle_note:
         err.print(idle_note, highlight=False)
+    if settings.policy == "mlna":  # a month of trace time before the first listing: say so before the run
+        err.print(f"ML-NA lists nodes once a period of {settings.mlna_period} x {settings.mlna_sub_period_s:g} s of "
+                  "trace time has closed (LAGGARD_MLNA_PERIOD, LAGGARD_MLNA_SUB_PERIOD_S to choose)", highlight=False)
     outcome = run_with_progress(trace, pipeline, err)
     refuse_unusable(spec, trace)
     if as_json:

@@ -40,3 +40,14 @@ def test_an_unknown_classifier_setting_is_one_line():
                                 env={"LAGGARD_MLNA_CLASSIFIER": "svm"})
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "mlna_classifier" in result.output.lower()
+
+
+def test_a_trace_shorter_than_one_period_says_why_nothing_is_listed():
+    """At the defaults (30 x 1 day) a synthetic trace of a few hours listed nothing, every node "not a suspect: the
+    detector has no evidence against it", even the injected slow ones."""
+    result = CliRunner().invoke(cli, ["run", "--trace", "synthetic:nodes=40,slow=3,jobs=300,seed=3", "--policy",
+                                      "mlna", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "ML-NA lists nodes once a period of 30 x 86400 s of trace time has closed" in result.stderr
+    reasons = {row["reason"] for row in json.loads(result.stdout)["ranking"]["nodes"]}
+    assert reasons == {"no ML-NA period closed yet (30 x 24 h, the first at 721 h)"}

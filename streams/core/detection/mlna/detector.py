@@ -99,8 +99,11 @@ class MlnaDetector:
 
     def detect(self, window: WindowView) -> Mapping[str, Evidence]:
         self.advance(window.end_us)
-        if self.last is None:
-            return {}
+        if self.last is None:  # no period closed yet: say when one will (ML-NA's periods are long: 30 days)
+            first = "" if self._next is None else (
+                f", the first at {(self._period_end(self._next) + self.lateness_us) / 3.6e9:g} h")
+            why = f"no ML-NA period closed yet ({self.sub_periods} x {self.sub_period_us / 3.6e9:g} h{first})"
+            return {node: Evidence(node, False, 0.0, why) for node in window.stats}
         probabilities = self.last.predictions[self.classifier]
         return {node: self._evidence(node, p) for node, p in probabilities.items()}
 
