@@ -100,26 +100,29 @@ def test_nurd_batch_runs_the_same_protocol(traces_dir: Path) -> None:
     assert batch.delta is not None  # type: ignore[attr-defined]
 
 
-def test_nurd_batch_refits_on_one_blas_thread(traces_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nurd_batch_refits_on_one_blas_thread_seen_by_a_spy(traces_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Its tiny refits ran 1.5-10x slower with the BLAS/OpenMP threads than without (they only wait for each other
-    on shared cores), which made the batch baseline look costlier than it is (``laggard bench``'s nurd cost)."""
+    on shared cores), which made the batch baseline look costlier than it is (``laggard bench``'s nurd cost). A spy
+    on the propensity refit records the pools' thread counts inside it, with the process set to 2 threads around."""
     pytest.importorskip("sklearn")
-    from threadpoolctl import threadpool_info
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     from streams.core.prediction.nurd.batch import NurdBatchJob
 
     threads: list[int] = []
     fit = NurdBatchJob._propensity
 
-    def counting(self, *args):  # type: ignore[no-untyped-def]
+    def spy_propensity(self, *args):  # type: ignore[no-untyped-def]
         threads.extend(pool["num_threads"] for pool in threadpool_info())
         return fit(self, *args)
 
-    monkeypatch.setattr(NurdBatchJob, "_propensity", counting)
+    monkeypatch.setattr(NurdBatchJob, "_propensity", spy_propensity)
     events = list(read_usage(traces_dir / "google2011-nurd-timeseries" / "timeseriesspecsixtotal" / "6343048076"))
     tenth_finish = [i for i, e in enumerate(events) if isinstance(e, TaskFinish)][9]
-    _flags(build_method("nurd-batch", PredictionContext()).job("j", Oracle(300.0)), events[: tenth_finish + 20])
-    assert threads and set(threads) == {1}
+    with threadpool_limits(limits=2):  # what the pools run with outside the refits, on any machine
+        _flags(build_method("nurd-batch", PredictionContext()).job("j", Oracle(300.0)), events[: tenth_finish + 20])
+        outside = {pool["num_threads"] for pool in threadpool_info()}
+    assert outside == {2} and threads and set(threads) == {1}
 
 
 def test_a_restored_snapshot_continues_exactly_where_the_job_was() -> None:

@@ -3,8 +3,8 @@
 At each checkpoint of a running task (once ``initial_fraction`` finished): h = GradientBoostingRegressor
 fit on all finished tasks' last vectors and durations; g = LogisticRegression (on standardised features)
 fit on finished (1) against the current vectors of all running tasks (0); the same calibration and
-decision as ``NurdJob``. scikit-learn is an optional dependency (``pip install laggard[batch]``) and is
-imported only when this class is built.
+decision as ``NurdJob``. scikit-learn's modules are imported only when this class is built. Both refits run on
+one BLAS/OpenMP thread (``_one_thread``): on data this small the pool's threads only wait for each other.
 
 Cost: ``n_estimators`` defaults to 30 (scikit-learn's default is 100, the authors' code uses the default)
 so that refitting at every one of the ~21,000 checkpoints of the shared traces stays affordable; the
@@ -27,10 +27,11 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Literal
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from streams.core.events import Event, StragglerPrediction, TaskCheckpoint, TaskFinish
 from streams.core.prediction.nurd.calibration import delta_at_first_prediction, weight
@@ -66,7 +67,9 @@ class NurdBatchJob:
         self.log_target = log_target
         self.refit = refit
         self.seed = seed
-        import sklearn  # noqa: F401  (fail here, at construction, when the optional group is missing)
+        # loaded before ``_one_thread`` looks for their thread pools
+        import sklearn.ensemble
+        import sklearn.linear_model  # noqa: F401
 
         self.tasks = JobTasks(initial_fraction=initial_fraction)
         self.rho: float | None = None
@@ -96,7 +99,7 @@ class NurdBatchJob:
         names = sorted(self.tasks.names)
         # One BLAS/OpenMP thread, as ML-NA's fits: on data this small the threads only wait for each other, more so
         # on shared cores (g's fit on 300 x 12 rows took 24 ms with them, 2.2 ms without; the same predictions).
-        with threadpool_limits(limits=1):
+        with _one_thread().limit(limits=1):
             predicted = self._predict_latency(names, finished, event.features)
             z = self._propensity(names, finished, running, event.task_id)
         if self.delta is None:
@@ -149,6 +152,15 @@ class NurdBatchJob:
         from sklearn.preprocessing import StandardScaler
 
         return make_pipeline(StandardScaler(), LogisticRegression(random_state=self.seed))
+
+
+@functools.cache
+def _one_thread() -> ThreadpoolController:
+    """The process's thread pools, found once: ``threadpool_limits`` scans every loaded library at each call
+    (~2 ms, 40 % of a refit here). Built after scikit-learn's modules are loaded (``NurdBatchJob``), or it would
+    miss their OpenMP pool. A limit is process-wide: two threads entering and leaving it at once may leave either
+    count, and one thread is the goal of both."""
+    return ThreadpoolController()
 
 
 def _row(names: list[str], features: Features) -> list[float]:
