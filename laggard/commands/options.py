@@ -142,13 +142,13 @@ def refuse_unusable(spec: str, trace: Any) -> None:
     if trace.events or not (stats.bad_rows or stats.skipped):
         return
     first = stats.bad_examples[0].reason if stats.bad_examples else "no example kept"
-    hint = (f" Is {spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the formats."
-            if stats.bad_rows else "")
-    if not stats.skipped:
-        raise UserError(f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}).{hint}")
+    if not stats.skipped:  # rows that were skipped parsed: the format was right
+        raise UserError(f"no usable event in {spec}: all {stats.bad_rows:,} rows were bad (first: {first}). Is "
+                        f"{spec.partition(':')[0]!r} the right format for this file? `laggard run --help` lists the "
+                        "formats.")
     reasons = "; ".join(f"{reason}: {count:,}" for reason, count in stats.skip_reasons.most_common(3))
     bad = f" and {stats.bad_rows:,} bad (first: {first})" if stats.bad_rows else ""
-    raise UserError(f"no usable event in {spec}: {stats.skipped:,} rows were skipped ({reasons}){bad}.{hint}")
+    raise UserError(f"no usable event in {spec}: {stats.skipped:,} rows were skipped ({reasons}){bad}.")
 
 
 def serve_health(settings: Any) -> Any:

@@ -156,9 +156,11 @@ def _why_empty(source: Any) -> tuple[str, ...]:
     (a format of job events only names none)."""
     if not source.events:
         return ("nothing to rank: the trace held no event",)
-    if not sum(source.finished.values()):
-        return ("nothing to rank: no task of this trace finished on a node (a format with job events only, such as "
+    if not source.tasks:
+        return ("nothing to rank: no task of this trace ran on a node (a format with job events only, such as "
                 "alibaba2017-tasks, names no node)",)
+    if not sum(source.finished.values()):
+        return (f"nothing to rank: {source.tasks:,} task(s) started on nodes, none finished",)
     return ()
 
 

@@ -47,14 +47,15 @@ _START, _FINISH = RANK[TaskStart], RANK[TaskFinish]
 def header_of(path: str | Path) -> list[str]:
     """The column names of ``path``; raises ValueError when a required column is missing."""
     with open_text(require_file(Path(path))) as handle:
-        header = next(csv.reader(handle), [])
-    names = [name.strip() for name in header]
-    if not any(names):
+        first = handle.readline()
+    if not first:
         raise ValueError(f"{path}: the file is empty: its first line must name the columns {', '.join(REQUIRED)}")
+    names = [name.strip() for name in next(csv.reader([first]), [])]
     missing = [name for name in REQUIRED if name not in names]
-    if len(missing) == len(REQUIRED):  # not one of them: most likely data where the header line should be
-        raise ValueError(f"{path}: no header line: the first line must name the columns {', '.join(REQUIRED)} "
-                         f"(it reads {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
+    if len(missing) == len(REQUIRED):  # data where the header should be, a blank line, or another format's header
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        raise ValueError(f"{path}: the first line names none of the columns {', '.join(REQUIRED)} (it reads "
+                         f"{shown or 'nothing'}): no header line, or a file of another format?")
     if missing:
         raise ValueError(f"{path}: header lacks column(s) {', '.join(missing)}; it needs {', '.join(REQUIRED)}")
     return names

@@ -202,12 +202,18 @@ def test_a_large_cluster_shows_the_blacklisted_nodes_first_then_the_strongest_ev
     assert lows == sorted(lows, reverse=True)  # then the highest lower bounds
 
 
-def test_an_empty_ranking_says_why_for_a_header_only_file_and_for_job_events_only(tmp_path, traces_dir) -> None:
-    """Both said "no job had 2 or more successful tasks with different durations": a file with no row holds no
-    event, and alibaba2017-tasks (job events only) names no node, as ``laggard run`` says."""
+def test_an_empty_ranking_says_why_for_a_header_only_file_job_events_only_and_tasks_still_running(tmp_path) -> None:
+    """All three said "no job had 2 or more successful tasks with different durations": a file with no row holds no
+    event, alibaba2017-tasks (job events only) names no node, as ``laggard run`` says, and tasks that only started
+    finished nowhere."""
     header_only = tmp_path / "header.csv"
     header_only.write_text(HEADER + "\n")
     assert run("--tasks", str(header_only)).stdout.strip() == "nothing to rank: the trace held no event"
-    job_events_only = run("--trace", f"alibaba2017-tasks:{traces_dir / 'alibaba2017-batch-task' / 'batch_task.csv'}")
+    job_events = tmp_path / "batch_task.csv"
+    job_events.write_text("".join(f"{i},{i + 60},j{i},t{i},1,Terminated,1,0.5\n" for i in range(20)))
+    job_events_only = run("--trace", f"alibaba2017-tasks:{job_events}")
     assert job_events_only.exit_code == 0, job_events_only.output
-    assert "no task of this trace finished on a node" in job_events_only.stdout
+    assert "no task of this trace ran on a node" in job_events_only.stdout
+    running = tmp_path / "running.csv"
+    running.write_text(HEADER + "\nj1,t1,n1,10,,RUNNING\nj1,t2,n2,10,,RUNNING\n")
+    assert run("--tasks", str(running)).stdout.strip() == "nothing to rank: 2 task(s) started on nodes, none finished"

@@ -227,6 +227,7 @@ def test_a_slice_whose_rows_were_all_skipped_says_why_and_does_not_blame_the_for
         assert result.exit_code == 1, result.output
         assert "1,000 rows were skipped (event at time 0" in result.stderr
         assert ("1 bad" in result.stderr) == bool(extra) and "all 1 rows were bad" not in result.stderr
+        assert "right format" not in result.stderr  # they parsed: the format is right
 
 
 def test_a_trace_of_job_events_only_says_why_nothing_is_ranked(tmp_path):
