@@ -16,23 +16,33 @@ def open_trace_or_fail(spec: str) -> Any:
     from laggard.commands.options import settings_with
     from producers.registry import open_trace
 
+    traces_dir = settings_with().traces_dir
     try:
-        return open_trace(spec, settings_with().traces_dir)
+        return open_trace(spec, traces_dir)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     except OSError as exc:
-        raise UserError(f"{exc.strerror or exc}: {exc.filename}{_relative_hint(exc.filename)}" if exc.filename
-                        else f"{spec}: {exc}") from None  # e.g. gzip's "Not a gzipped file" names no file
+        if not exc.filename:  # e.g. gzip's "Not a gzipped file" names no file
+            raise UserError(f"{spec}: {exc}") from None
+        raise UserError(f"{exc.strerror or exc}: {exc.filename}{_relative_hint(spec, traces_dir)}") from None
 
 
-def _relative_hint(filename: Any) -> str:
-    """For a relative path that is not there: where it was looked for, and where the shared traces are (the
-    README's examples name ``../shared/traces/...``, which holds only from the project's directory)."""
-    path = Path(str(filename))
-    if path.is_absolute() or path.exists():
+def _relative_hint(spec: str, traces_dir: Path) -> str:
+    """For a relative path the spec gave that is not there: where it was looked for, and for a format of the shared
+    traces where those are read without a path (the README's examples name ``../shared/traces/...``, which holds
+    only from the project's directory)."""
+    from producers.registry import SHARED_PATHS
+
+    name, _, given = spec.partition(":")
+    path = Path(given.strip()).expanduser()
+    if not given.strip() or path.is_absolute() or path.exists():
         return ""
-    return (f" (relative to {Path.cwd()}; the shared traces' formats also read them without a path, from "
-            f"LAGGARD_TRACES_DIR, default ../shared/traces)")
+    hint = f" (relative to {Path.cwd()}"
+    if name in SHARED_PATHS:
+        found = "" if traces_dir.expanduser().resolve().is_dir() else ", which is not there"
+        hint += (f"; `--trace {name}` alone reads the shared traces from LAGGARD_TRACES_DIR, now "
+                 f"{traces_dir.expanduser().resolve()}{found}")
+    return hint + ")"
 
 
 def echo_bad_rows(trace: Any) -> None:
