@@ -31,7 +31,8 @@ from producers.readers.common import ReadStats
 from streams.core.events import Event, TaskFinish, TaskStart
 
 FORMATS: dict[str, str] = {
-    "google2011-events": "DIR with task_events/ and job_events/ part files of Google clusterdata-2011-2",
+    "google2011-events": "DIR with task_events/ and job_events/ part files of Google clusterdata-2011-2 (without "
+                         "job_events/, no job ends: jobs are final once idle)",
     "google2011-usage": "DIR of per-task usage series (Nurd's Google 2011 extract) with causal checkpoints",
     "alibaba2018": "FILE: batch_instance.csv of Alibaba cluster-trace-v2018 (14 columns; instance = task)",
     "alibaba2017": "FILE: batch_instance.csv of Alibaba cluster-trace-v2017 (12 columns; instance = task)",
@@ -182,6 +183,15 @@ class Trace:
         """Whether the trace publishes JobFinish (its format does, unless this trace lacks the files that carry
         them); without, a job is final only after the job idle timeout."""
         return self.format not in WITHOUT_JOB_ENDS if self._job_ends is None else self._job_ends
+
+    @property
+    def no_job_ends(self) -> str:
+        """Why the trace has no job ends, in words for a note ('' when it has them): its format's, or this copy's."""
+        if self.has_job_ends:
+            return ""
+        if self.format in WITHOUT_JOB_ENDS:
+            return f"{self.format} traces carry no job ends"
+        return f"{self.spec} has no job events (no job_events/ rows), so no job ends"
 
     def _reset(self) -> None:
         self.stats = ReadStats()

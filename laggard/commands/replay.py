@@ -87,7 +87,7 @@ def replay(
     else:
         _print_summary(summary)
     if isinstance(sink, KafkaSink) and not trace.has_job_ends:
-        click.echo(f"note: {trace.format} traces carry no job ends: workers rank their jobs by provisional "
+        click.echo(f"note: {trace.no_job_ends}: workers rank their jobs by provisional "
                    "z-values until the job idle timeout makes them final; with LAGGARD_WAIT_FOR_JOB_EVENTS=false "
                    "they also stop waiting for job-events at once instead of after LAGGARD_IDLE_STREAM_TIMEOUT_S",
                    err=True)

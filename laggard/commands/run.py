@@ -136,7 +136,7 @@ def idle_timeout_for(trace: Any, settings: Settings) -> tuple[Settings, str | No
     seconds = min(SOURCE_IDLE_TIMEOUT_S, settings.window_size_s / 6)
     if seconds >= settings.job_idle_timeout_s:
         return settings, None
-    note = (f"{trace.format} traces carry no job ends: a job is final after {seconds:g} s without an event "
+    note = (f"{trace.no_job_ends}: a job is final after {seconds:g} s without an event "
             "(--job-idle-timeout to choose)")
     return settings.model_copy(update={"job_idle_timeout_s": seconds}), note
 

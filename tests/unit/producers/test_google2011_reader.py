@@ -210,4 +210,4 @@ def test_a_copy_without_job_events_is_a_trace_without_job_ends_and_run_says_so(t
     assert not open_trace(f"google2011-events:{without}").has_job_ends
     result = CliRunner().invoke(cli, ["run", "--trace", f"google2011-events:{without}"])
     assert result.exit_code == 0, result.output
-    assert "google2011-events traces carry no job ends" in result.output
+    assert f"google2011-events:{without} has no job events (no job_events/ rows), so no job ends" in result.output
