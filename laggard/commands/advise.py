@@ -202,13 +202,15 @@ def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: b
 
 
 def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
-                  target: str = "z") -> tuple[Adviser, NodeStatusTracker, int]:  # fmt: skip
+                  target: str = "z") -> tuple[Adviser, NodeStatusTracker, int, list[str]]:  # fmt: skip
+    """The adviser trained on ``spec``, the node tracker at its end, that end, and the task types of its samples."""
     default, per_type = parse_threshold(threshold)
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)
     trees = train_all(samples, depth, min_leaf, target)
-    return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us
+    types = sorted({s.task_type for s in samples})
+    return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us, types
 
 
 @advise.command("query", epilog=formats_epilog())
@@ -250,11 +252,10 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
         same_kind(budget, calibrated, f"--budget-state {budget_state}")
-    adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
+    adviser, tracker, end_us, types = _adviser_from(spec, 4, 50, threshold, target)
     if task_type is None:  # "all" answered "no tree yet: allowed" on every trace whose tasks have types
-        types = adviser.trees.types()
         if len(types) != 1:
-            raise UserError(f"{spec} has trees for task types {', '.join(types) or 'none'}: give --type")
+            raise UserError(f"{spec} has tasks of types {', '.join(types)}: give --type")
         task_type = types[0]
     adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
     advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)
@@ -303,7 +304,7 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
     threshold = threshold or ("0" if calibrated else "1.0")
     budget = make_budget(budget_share, budget_window, calibration)
-    adviser, tracker, end_us = _adviser_from(spec, 4, 50, threshold, target)
+    adviser, tracker, end_us, _ = _adviser_from(spec, 4, 50, threshold, target)
     adviser.budget = budget
     lock = None
     health = serve_health(settings)

@@ -127,9 +127,15 @@ def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silen
     assert alone.exit_code == 1 and "give --budget-state FILE" in alone.output
 
 
-def test_query_without_a_type_takes_the_trace_s_one_type() -> None:
-    result = CliRunner().invoke(cli, ["advise", "query", "--trace", "synthetic:nodes=20,slow=0,jobs=60,seed=3",
-                                      "--node", "node-04", "--json"])  # fmt: skip
+def test_query_without_a_type_takes_the_trace_s_one_type(tmp_path) -> None:
+    """Before, the default type was "all": on a trace whose tasks all have a real type it answered "no tree for task
+    type 'all' yet: allowed" whatever the node."""
+    from tests.csv_cluster import cluster_rows
+
+    rows = cluster_rows(("n03",), 120, 3)
+    path = tmp_path / "typed.csv"
+    path.write_text("\n".join([rows[0] + ",task_type"] + [row + ",compute" for row in rows[1:]]) + "\n")
+    result = CliRunner().invoke(cli, ["advise", "query", "--trace", f"csv:{path}", "--node", "n03", "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["task_type"] == "all" and "no tree" not in document["reason"]
+    assert document["task_type"] == "compute" and "no tree" not in document["reason"]
