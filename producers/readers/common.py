@@ -13,9 +13,11 @@ keep the first few with file, line and reason, and go on.
 from __future__ import annotations
 
 import csv
+import errno
 import gzip
 import io
 import math
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -61,10 +63,29 @@ class ReadStats:
             self.bad_examples.append(BadRow(str(file), line, reason))
 
 
+class _NamedGzipFile(gzip.GzipFile):
+    """A gzip stream whose damage is an OSError naming the file: gzip raises EOFError for a truncated file (which
+    click turns into a bare "Aborted!"), zlib.error for corrupt data and BadGzipFile without the file's name."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            return super().read(size)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise OSError(errno.EIO, f"damaged gzip file ({exc or 'it ends before its end marker'})",
+                          self.name) from None
+
+    def read1(self, size: int = -1) -> bytes:
+        try:
+            return super().read1(size)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise OSError(errno.EIO, f"damaged gzip file ({exc or 'it ends before its end marker'})",
+                          self.name) from None
+
+
 def open_text(path: Path) -> io.TextIOBase:
-    """A text handle on ``path``, decompressing ``.gz`` files as they stream."""
+    """A text handle on ``path``, decompressing ``.gz`` files as they stream (damage is an OSError naming it)."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+        return io.TextIOWrapper(_NamedGzipFile(path, "rb"), encoding="utf-8", newline="")
     return path.open(encoding="utf-8", newline="")
 
 

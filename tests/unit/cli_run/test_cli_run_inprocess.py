@@ -265,10 +265,20 @@ def test_a_relative_path_that_is_not_there_says_where_it_was_looked_for(tmp_path
     assert absolute.exit_code == 1 and "relative to" not in absolute.stderr
 
 
-def test_a_corrupt_gzip_names_the_trace(tmp_path):
-    """gzip's error names no file: "Error: Not a gzipped file (b'no')" left the user to guess which."""
-    path = tmp_path / "tasks.csv.gz"
-    path.write_bytes(b"no gzip\n")
-    result = invoke("--trace", f"csv:{path}")
-    assert result.exit_code == 1 and "Traceback" not in result.output
-    assert result.stderr.strip() == f"Error: csv:{path}: Not a gzipped file (b'no')"
+def test_a_damaged_gzip_names_its_file_whether_corrupt_or_cut_short(tmp_path):
+    """gzip's errors name no file ("Error: Not a gzipped file (b'no')"), and a file cut short raised EOFError,
+    which click prints as a bare "Aborted!"."""
+    import gzip
+    import subprocess
+    import sys
+
+    whole = gzip.compress(("\n".join(cluster_rows(("n05",), 150, 3)) + "\n").encode())
+    damaged = {"not.csv.gz": b"no gzip\n", "cut.csv.gz": whole[: len(whole) // 2], "tiny.csv.gz": whole[:15]}
+    for name, data in damaged.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for command in ("run", "rank"):  # through the console script's entry, as a user runs it
+            result = subprocess.run([sys.executable, "-m", "laggard", command, "--trace", f"csv:{path}"],
+                                    capture_output=True, text=True, timeout=120)
+            assert result.returncode == 1 and "Aborted" not in result.stderr and "Traceback" not in result.stderr
+            assert "damaged gzip file" in result.stderr and str(path) in result.stderr, result.stderr
