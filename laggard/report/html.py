@@ -49,6 +49,9 @@ def story(report: DemoReport) -> list[str]:
         f"laggard ranked the nodes every {report.settings['ranking_period_s']:g} s of event time over a "
         f"{report.settings['window_size_s']:g} s window and issued {len(outcome.deltas)} blacklist change(s).",
     ]
+    if slow and counts.last_ts_us <= onset:  # recall 0 % and "never" below would read as a miss
+        lines.append(f"The trace ended at {trace_time(counts.last_ts_us)}, before the fault onset at "
+                     f"{trace_time(onset)}: no node was ever slow (more jobs or an earlier onset would show one).")
     if score is not None:
         lines.extend(_detection_words(score, onset))
     found, truth_avoid = outcome.avoidance()

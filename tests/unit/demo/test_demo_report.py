@@ -119,3 +119,4 @@ def test_a_trace_ending_before_the_onset_says_so_and_a_mocked_missing_browser_is
     assert result.exit_code == 0, result.output
     assert "before the fault onset at 50 min: no node was ever slow" in result.stderr
     assert f"no web browser to open here: open {(tmp_path / 'r' / 'index.html').as_uri()}" in result.stderr
+    assert "before the fault onset at 50 min: no node was ever slow" in (tmp_path / "r" / "index.html").read_text()
