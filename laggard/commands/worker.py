@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,7 +99,23 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     if settings.engine == "direct":
         run_direct(settings, actual, health, loglevel)
     else:
+        _check_web_port(settings.web_port)
         run_faust(settings, actual, health, loglevel)
+
+
+def _check_web_port(port: int) -> None:
+    """Faust's web server binds 127.0.0.1:``port`` (0: off) deep in its start-up, where a port in use was an
+    81-line traceback: a second worker on one host needs a --web-port of its own. Checked here, in one line (the
+    port could still be taken between this check and Faust's bind)."""
+    if not port:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: a TIME_WAIT is no conflict
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise UserError(f"cannot serve the worker's web port 127.0.0.1:{port}: {exc.strerror}; each worker on "
+                            "one host needs its own --web-port (0: none)") from None
 
 
 def run_faust(settings: Settings, partitions: int, health: Health, loglevel: str) -> None:

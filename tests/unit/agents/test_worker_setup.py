@@ -57,3 +57,21 @@ def test_the_policy_option_wins_over_the_setting_and_reaches_the_worker(monkeypa
     assert result.exit_code == 1 and [s.policy for s in seen] == ["running"]
     refused = CliRunner().invoke(cli, ["worker", "--policy", "no-such"])
     assert refused.exit_code == 2 and "'no-such' is not one of" in refused.stderr
+
+
+def test_a_web_port_in_use_is_one_line_naming_the_option() -> None:
+    """A second Faust worker on one host bound Faust's default web port 6066 deep in its start-up: an 81-line
+    traceback. The check runs before Faust starts (no broker needed for it)."""
+    import socket
+
+    from laggard.commands.worker import _check_web_port
+    from laggard.errors import UserError
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(UserError, match=rf"127.0.0.1:{port}: .*its own --web-port"):
+            _check_web_port(port)
+    _check_web_port(port)  # free again
+    _check_web_port(0)  # no web server
