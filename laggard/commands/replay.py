@@ -11,7 +11,7 @@ from typing import Any
 import click
 import orjson
 
-from laggard.commands.options import bootstrap_option, formats_epilog, settings_with
+from laggard.commands.options import bootstrap_option, formats_epilog, refuse_unusable, settings_with
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from producers.registry import Trace
@@ -93,6 +93,7 @@ def replay(
                    err=True)
     if isinstance(sink, KafkaSink) and sink.failed:
         raise UserError(_lost(sink))
+    refuse_unusable(spec, trace)  # every row bad (a wrong format) or skipped: nothing was published, say so
 
 
 def _lost(sink: KafkaSink) -> str:

@@ -95,8 +95,8 @@ def _parse(fields: list[str], index: dict[str, int], line: int) -> list[Row]:
     if len(fields) != len(index):
         raise ValueError(f"expected {len(index)} columns, got {len(fields)}")
     job, task, node = (_value(fields, index, name) for name in ("job_id", "task_id", "node_id"))
-    if not job or not task:
-        raise ValueError("empty job_id or task_id")
+    if not job or not task or not node:  # a task on node "" would be ranked as a node of its own
+        raise ValueError("empty job_id, task_id or node_id")
     start = _integer(fields, index, "start_us")
     attempt = _integer(fields, index, "attempt") if _value(fields, index, "attempt") else 0
     if start < 0 or attempt < 0:

@@ -128,3 +128,19 @@ def test_help_lists_every_format() -> None:
     assert result.exit_code == 0
     for name in ("google2011-events", "alibaba2017-tasks", "csv", "synthetic"):
         assert name in result.stdout
+
+
+def test_a_file_replayed_in_the_wrong_format_fails_instead_of_publishing_nothing_with_exit_0(tmp_path: Path) -> None:
+    path = tmp_path / "batch_task.csv"
+    path.write_text("".join(f"{i},{i + 60},j{i},t{i},1,Terminated,1,0.5\n" for i in range(9)))
+    result = _run("--trace", f"alibaba2017:{path}", "--sink", "null")
+    assert result.exit_code == 1 and "no usable event" in result.stderr and "all 9 rows were bad" in result.stderr
+
+
+def test_a_csv_row_without_a_node_is_a_bad_row_not_a_task_on_node_empty(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.csv"
+    path.write_text("job_id,task_id,node_id,start_us,end_us,status\nj1,t5,,1000000,6000000,SUCCEEDED\n"
+                    "j1,t6,n1,1000000,6000000,SUCCEEDED\n")
+    result = _run("--trace", f"csv:{path}", "--sink", "stdout")
+    assert result.exit_code == 0, result.output
+    assert '"node_id":""' not in result.stdout and "empty job_id, task_id or node_id" in result.output
