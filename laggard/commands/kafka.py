@@ -97,8 +97,15 @@ def stop(port: int, controller_port: int | None, data_dir: Path | None) -> None:
     pid = kafka_local.stop(broker)
     # with --data-dir alone the port is not known here (it printed the default 9092 for any broker)
     where = f"data in {broker.home}" if data_dir is not None and port == DEFAULT_PORT else broker.bootstrap
-    click.echo(f"Kafka ({where}) stopped (pid {pid})" if pid else
-               f"no Kafka broker of laggard runs with data dir {broker.home}")
+    if pid:
+        click.echo(f"Kafka ({where}) stopped (pid {pid})")
+        return
+    click.echo(f"no Kafka broker of laggard runs with data dir {broker.home}")
+    if kafka_local.port_open(broker.port) and kafka_local.answers_metadata(broker.bootstrap):
+        # "stopped" in spirit but still serving: the operator must learn that nothing was stopped
+        click.echo(f"but a broker answers on {broker.bootstrap} and is still running (started with another "
+                   "--data-dir? give the same one to stop it)", err=True)
+        raise SystemExit(3)
 
 
 @kafka.command()
