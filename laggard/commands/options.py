@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, overload
 
 import click
@@ -34,7 +38,9 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
     given = {key: value for key, value in overrides.items() if value is not None}
     env_file = given.pop("_env_file", None)
     if env_file is not None:
+        _check_settings_file(Path(env_file))
         given["_env_file"] = env_file
+    _warn_unknown_variables()
     if bootstrap:
         _check_address(bootstrap)
         given["bootstrap_servers"] = bootstrap
@@ -49,6 +55,51 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
             for error in exc.errors()
         )
         raise UserError(f"invalid setting {problems}") from None
+
+
+# LAGGARD_ variables read outside Settings: the broker's keystore, the log level, the test tiers' switches.
+NOT_SETTINGS = frozenset({"LAGGARD_KAFKA_KEYSTORE_PASSWORD", "LAGGARD_LOG_LEVEL", "LAGGARD_REGEN_GOLDEN",
+                          "LAGGARD_REQUIRE_BROKER"})
+
+
+def _setting_names() -> list[str]:
+    return [f"LAGGARD_{name.upper()}" for name in Settings.model_fields]
+
+
+def _did_you_mean(name: str) -> str:
+    close = difflib.get_close_matches(name.upper(), _setting_names(), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+@functools.cache
+def _warn_unknown_variables() -> None:
+    """Once a process: a LAGGARD_ variable that is no setting (a typo such as LAGGARD_WINDOW_SIZ) was ignored in
+    silence, and the command ran on the default."""
+    known = set(_setting_names()) | NOT_SETTINGS
+    for name in sorted(os.environ):
+        if name.startswith("LAGGARD_") and name not in known:
+            click.echo(f"warning: {name} is not a setting of laggard and is ignored{_did_you_mean(name)}", err=True)
+
+
+def _check_settings_file(path: Path) -> None:
+    """A --settings file holds LAGGARD_NAME=value lines (comments and blank lines aside); any other line would be
+    ignored in silence, so it is refused in one line naming it."""
+    known = set(_setting_names())
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise UserError(f"--settings {path}: {exc.strerror or exc}") from None
+    for number, line in enumerate(lines, start=1):
+        text = line.strip().removeprefix("export ").strip()
+        if not text or text.startswith("#"):
+            continue
+        key, sep, _ = text.partition("=")
+        key = key.strip()
+        if not sep:
+            raise UserError(f"--settings {path} line {number}: {text[:40]!r} is not NAME=value")
+        if key.upper() not in known:
+            hint = _did_you_mean(key if key.upper().startswith("LAGGARD_") else f"LAGGARD_{key}")
+            raise UserError(f"--settings {path} line {number}: {key} is not a setting of laggard{hint}")
 
 
 def _check_address(bootstrap: str) -> None:

@@ -75,3 +75,24 @@ def test_a_web_port_in_use_is_one_line_naming_the_option() -> None:
             _check_web_port(port)
     _check_web_port(port)  # free again
     _check_web_port(0)  # no web server
+
+
+def test_a_setting_misspelled_in_the_environment_warns_and_in_a_settings_file_is_refused(tmp_path: Path) -> None:
+    """LAGGARD_WINDOW_SIZ=600, and window_size_s=abc or a stray line in --settings FILE, were ignored in silence:
+    the worker ran on the defaults."""
+    import laggard.commands.options as options
+
+    options._warn_unknown_variables.cache_clear()
+    warned = CliRunner().invoke(cli, ["run", "--trace", "synthetic:nodes=10,slow=1,jobs=20,seed=1"],
+                                env={"LAGGARD_WINDOW_SIZ": "600"})  # fmt: skip
+    assert warned.exit_code == 0, warned.output
+    assert ("warning: LAGGARD_WINDOW_SIZ is not a setting of laggard and is ignored (did you mean "
+            "LAGGARD_WINDOW_SIZE_S?)") in warned.stderr
+    for text, words in (("window_size_s=abc\n", "line 1: window_size_s is not a setting of laggard (did you mean "
+                                                "LAGGARD_WINDOW_SIZE_S?)"),
+                        ("# ok\n\nLAGGARD_MIN_TASKS=3\nnot a setting line\n", "line 4: 'not a setting line' is not "
+                                                                              "NAME=value")):  # fmt: skip
+        path = tmp_path / "settings.env"
+        path.write_text(text)
+        refused = CliRunner().invoke(cli, ["worker", "--settings", str(path), "--bootstrap", "127.0.0.1:1"])
+        assert refused.exit_code == 1 and refused.stderr.strip() == f"Error: --settings {path} {words}"
