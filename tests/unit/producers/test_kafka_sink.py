@@ -45,3 +45,14 @@ def test_the_producer_is_idempotent_and_aiokafka_accepts_its_options() -> None:
         return producer._txn_manager  # aiokafka numbers batches only with a transaction manager
 
     assert asyncio.run(build()) is not None
+
+
+def test_a_bootstrap_host_that_does_not_resolve_is_not_called_refused() -> None:
+    """`topics list --bootstrap no.such.host.invalid:9092` said "connection refused": a typo in the host name sent
+    operators looking for a stopped broker. (.invalid never resolves: RFC 2606.)"""
+    from streams.kafka_clients import probe
+
+    with pytest.raises(BrokerUnavailable, match=r"host 'no\.such\.host\.invalid' not found"):
+        probe("no.such.host.invalid:9092", timeout_s=0)
+    with pytest.raises(BrokerUnavailable, match="connection refused"):
+        probe("127.0.0.1:1", timeout_s=0)
