@@ -244,3 +244,14 @@ def test_a_state_file_of_another_cluster_is_not_used(tmp_path: Path, caplog) -> 
     statefile.save(path, "c2", statefile.SavedState(FollowerState(3, frozenset({"x"}))))
     assert statefile.load(path, "c1").follower == FollowerState()
     assert "belongs to cluster 'c2'" in caplog.text
+
+
+def test_a_file_that_cannot_be_written_is_named_not_its_hidden_temporary() -> None:
+    """`laggard adapter file --path /proc/bl.txt` said "No such file or directory: /proc/.bl.txt.asphs1eu.tmp"."""
+    import pytest
+
+    from adapters.base import write_atomically
+
+    with pytest.raises(OSError) as raised:
+        write_atomically(Path("/proc/bl.txt"), "node-1\n")  # /proc takes no new file, even for root
+    assert raised.value.filename == "/proc/bl.txt" and "cannot write in /proc" in raised.value.strerror
