@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,6 +72,8 @@ def replay(
     _check_options(bootstrap, sink_name, speed, max_rate, as_json)
     trace = open_trace_or_fail(spec)
     sink = _make_sink(sink_name, bootstrap)
+    signals: list[int] = []
+    previous = signal.signal(signal.SIGTERM, functools.partial(_interrupt, signals))  # a replay Job deleted
     try:
         with _quiet_kafka_clients():
             summary = _run(trace, sink, Pacer(speed, max_rate), limit)
@@ -78,6 +82,8 @@ def replay(
             raise
         sink.close()
         raise UserError(_lost(sink)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     summary["sink"] = sink_name
     if isinstance(sink, KafkaSink):
         summary["kafka"] = {"topics": [sink.task_topic, sink.job_topic], "acknowledged": sink.sent,
@@ -93,6 +99,9 @@ def replay(
                    err=True)
     if isinstance(sink, KafkaSink) and sink.failed:
         raise UserError(_lost(sink))
+    if summary["interrupted"]:  # stopped by Ctrl-C or SIGTERM: what was sent is flushed, the rest never was
+        click.echo(f"interrupted: {summary['events']:,} events sent, the rest of the trace not", err=True)
+        raise SystemExit(128 + (signals[0] if signals else signal.SIGINT))
     refuse_unusable(spec, trace)  # every row bad (a wrong format) or skipped: nothing was published, say so
 
 
@@ -149,6 +158,12 @@ def _make_sink(name: str, bootstrap: str | None) -> Sink:
         raise UserError(str(exc)) from None
 
 
+def _interrupt(signals: list[int], signum: int, frame: Any) -> None:
+    """SIGTERM ends the replay as Ctrl-C does: the sink flushed and closed, a summary, a non-zero exit."""
+    signals.append(signum)
+    raise KeyboardInterrupt
+
+
 def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -163,6 +178,7 @@ def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str,
 
         result = replay_events(trace, sink, pacer, limit, show)
     summary = trace.summary()
+    summary["events"] = result.events  # handed to the sink: one more may have been read when Ctrl-C came
     summary.update(seconds=round(result.seconds, 3), events_per_second=round(result.events_per_second, 1))
     summary["limit"] = limit
     summary["interrupted"] = result.interrupted

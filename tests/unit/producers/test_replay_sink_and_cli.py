@@ -144,3 +144,23 @@ def test_a_csv_row_without_a_node_is_a_bad_row_not_a_task_on_node_empty(tmp_path
     result = _run("--trace", f"csv:{path}", "--sink", "stdout")
     assert result.exit_code == 0, result.output
     assert '"node_id":""' not in result.stdout and "empty job_id, task_id or node_id" in result.output
+
+
+def test_sigterm_ends_a_replay_as_ctrl_c_does_with_its_summary_and_a_non_zero_exit() -> None:
+    """A Kubernetes replay Job deleted mid-run gets SIGTERM: the replay died by the signal, with no summary and no
+    flush. Now it stops as on Ctrl-C (the sink closed, the summary printed) and exits 128 + 15."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "laggard", "replay", "--trace", "synthetic:nodes=40,slow=3,jobs=3000,seed=3",
+               "--sink", "null", "--max-rate", "2000", "--json"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)  # started, replaying
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM, err
+    summary = orjson.loads(out)
+    assert summary["interrupted"] and 0 < summary["events"] < 200_000
+    assert f"interrupted: {summary['events']:,} events sent, the rest of the trace not" in err
