@@ -314,11 +314,13 @@ def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bo
     """One summary line on stderr; with --json, the outcome as one JSON document on stdout."""
     summary = (
         f"cluster {cluster}: "
-        + ("no blacklist published yet" if outcome.version is None else f"version {outcome.version}")
+        # the version this adapter applied: None when none was (nothing published, or every change refused)
+        + ("no blacklist applied yet" if outcome.version is None else f"version {outcome.version} applied")
         + f", {len(outcome.blacklist)} node(s) blacklisted; "
         f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
     )
-    click.echo(summary + ("" if outcome.in_sync else " (NOT in sync)"), err=True)
+    why = f": {outcome.problem}" if outcome.problem else ""
+    click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})"), err=True)
     if as_json:
         document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
                     "dry_run": dry_run}  # fmt: skip

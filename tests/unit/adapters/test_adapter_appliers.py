@@ -255,3 +255,18 @@ def test_a_file_that_cannot_be_written_is_named_not_its_hidden_temporary() -> No
     with pytest.raises(OSError) as raised:
         write_atomically(Path("/proc/bl.txt"), "node-1\n")  # /proc takes no new file, even for root
     assert raised.value.filename == "/proc/bl.txt" and "cannot write in /proc" in raised.value.strerror
+
+
+def test_the_once_summary_says_what_was_applied_and_why_it_is_not_in_sync(capsys) -> None:
+    """A webhook that could not deliver version 1 printed "no blacklist published yet ... (NOT in sync)": the version
+    was published, just not applied, and the reason was only in the log."""
+    from adapters.consumer import Outcome
+    from laggard.commands.adapter import _report
+
+    _report(Outcome(refused=1, problem="POST http://127.0.0.1:39998/hook: connection refused"), kind="webhook",
+            cluster="default", dry_run=False, as_json=False)  # fmt: skip
+    _report(Outcome(applied=2, version=4, blacklist=["n1"]), kind="file", cluster="c", dry_run=False, as_json=False)
+    first, second = capsys.readouterr().err.splitlines()
+    assert first.startswith("cluster default: no blacklist applied yet, 0 node(s) blacklisted; 0 applied, 1 refused")
+    assert first.endswith("(NOT in sync: POST http://127.0.0.1:39998/hook: connection refused)")
+    assert second == "cluster c: version 4 applied, 1 node(s) blacklisted; 2 applied, 0 refused, 0 skipped"
