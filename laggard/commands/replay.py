@@ -6,6 +6,7 @@ import functools
 import logging
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -73,7 +74,8 @@ def replay(
     trace = open_trace_or_fail(spec)
     sink = _make_sink(sink_name, bootstrap)
     signals: list[int] = []
-    previous = signal.signal(signal.SIGTERM, functools.partial(_interrupt, signals))  # a replay Job deleted
+    main = threading.current_thread() is threading.main_thread()  # only the main thread may set a handler
+    previous = signal.signal(signal.SIGTERM, functools.partial(_interrupt, signals)) if main else None  # a Job deleted
     try:
         with _quiet_kafka_clients():
             summary = _run(trace, sink, Pacer(speed, max_rate), limit)
@@ -83,7 +85,8 @@ def replay(
         sink.close()
         raise UserError(_lost(sink)) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
     summary["sink"] = sink_name
     if isinstance(sink, KafkaSink):
         summary["kafka"] = {"topics": [sink.task_topic, sink.job_topic], "acknowledged": sink.sent,
