@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -57,9 +58,12 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
         raise UserError(f"invalid setting {problems}") from None
 
 
-# LAGGARD_ variables read outside Settings: the broker's keystore, the log level, the test tiers' switches.
+# LAGGARD_ variables that are no setting on purpose: the broker's keystore password (laggard kafka start), and
+# switches of the bench and the test tiers.
 NOT_SETTINGS = frozenset({"LAGGARD_KAFKA_KEYSTORE_PASSWORD", "LAGGARD_LOG_LEVEL", "LAGGARD_REGEN_GOLDEN",
                           "LAGGARD_REQUIRE_BROKER"})
+# What Kubernetes injects for a Service named laggard-* (service links): not meant for laggard.
+_SERVICE_LINK = re.compile(r"^LAGGARD_\w*?_(SERVICE_HOST|SERVICE_PORT(_\w+)?|PORT(_\d+_(TCP|UDP|SCTP)\w*)?)$")
 
 
 def _setting_names() -> list[str]:
@@ -74,32 +78,33 @@ def _did_you_mean(name: str) -> str:
 @functools.cache
 def _warn_unknown_variables() -> None:
     """Once a process: a LAGGARD_ variable that is no setting (a typo such as LAGGARD_WINDOW_SIZ) was ignored in
-    silence, and the command ran on the default."""
+    silence, and the command ran on the default. Names match in any case, as the settings read them."""
     known = set(_setting_names()) | NOT_SETTINGS
     for name in sorted(os.environ):
-        if name.startswith("LAGGARD_") and name not in known:
+        upper = name.upper()
+        if upper.startswith("LAGGARD_") and upper not in known and not _SERVICE_LINK.match(upper):
             click.echo(f"warning: {name} is not a setting of laggard and is ignored{_did_you_mean(name)}", err=True)
 
 
 def _check_settings_file(path: Path) -> None:
-    """A --settings file holds LAGGARD_NAME=value lines (comments and blank lines aside); any other line would be
-    ignored in silence, so it is refused in one line naming it."""
-    known = set(_setting_names())
+    """A --settings file is read as the settings read it (python-dotenv); a LAGGARD_ name that is no setting, or a
+    setting's name without its LAGGARD_ prefix, would be ignored in silence: refused, naming it. Other names (a
+    file shared with other tools) get a warning."""
+    from dotenv import dotenv_values
+
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise UserError(f"--settings {path}: {exc.strerror or exc}") from None
-    for number, line in enumerate(lines, start=1):
-        text = line.strip().removeprefix("export ").strip()
-        if not text or text.startswith("#"):
+        values = dotenv_values(path, encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"--settings {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    known = set(_setting_names())
+    for key in values:
+        upper = key.upper()
+        if upper in known:
             continue
-        key, sep, _ = text.partition("=")
-        key = key.strip()
-        if not sep:
-            raise UserError(f"--settings {path} line {number}: {text[:40]!r} is not NAME=value")
-        if key.upper() not in known:
-            hint = _did_you_mean(key if key.upper().startswith("LAGGARD_") else f"LAGGARD_{key}")
-            raise UserError(f"--settings {path} line {number}: {key} is not a setting of laggard{hint}")
+        if upper.startswith("LAGGARD_") or f"LAGGARD_{upper}" in known:
+            hint = _did_you_mean(key if upper.startswith("LAGGARD_") else f"LAGGARD_{key}")
+            raise UserError(f"--settings {path}: {key} is not a setting of laggard{hint}")
+        click.echo(f"warning: --settings {path}: {key} is not a LAGGARD_ setting and is ignored", err=True)
 
 
 def _check_address(bootstrap: str) -> None:

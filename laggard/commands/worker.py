@@ -28,7 +28,7 @@ from streams.settings import Settings
                    "LAGGARD_TOPIC_PARTITIONS, 4]; an existing topic keeps its own count")
 @click.option("--cluster-id", default=None, help="Key of the blacklist topics [default: setting, 'default']")
 @click.option("--settings", "settings_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              default=None, help="A KEY=value file of LAGGARD_ settings (environment variables win)")
+              default=None, help="A file of LAGGARD_NAME=value lines (environment variables win)")
 @click.option("--loglevel", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 @click.option("--web-port", type=click.IntRange(0, 65535), default=None,

@@ -78,21 +78,27 @@ def test_a_web_port_in_use_is_one_line_naming_the_option() -> None:
 
 
 def test_a_setting_misspelled_in_the_environment_warns_and_in_a_settings_file_is_refused(tmp_path: Path) -> None:
-    """LAGGARD_WINDOW_SIZ=600, and window_size_s=abc or a stray line in --settings FILE, were ignored in silence:
-    the worker ran on the defaults."""
+    """LAGGARD_WINDOW_SIZ=600, and window_size_s=abc (no prefix: never read) in --settings FILE, were ignored in
+    silence: the worker ran on the defaults. A name of another tool in a shared file only warns; a setting named in
+    another case is a setting (the settings read names in any case)."""
     import laggard.commands.options as options
 
     options._warn_unknown_variables.cache_clear()
     warned = CliRunner().invoke(cli, ["run", "--trace", "synthetic:nodes=10,slow=1,jobs=20,seed=1"],
-                                env={"LAGGARD_WINDOW_SIZ": "600"})  # fmt: skip
+                                env={"LAGGARD_WINDOW_SIZ": "600", "LAGGARD_min_tasks": "3",
+                                     "LAGGARD_WORKER_SERVICE_HOST": "10.0.0.1"})  # fmt: skip
     assert warned.exit_code == 0, warned.output
     assert ("warning: LAGGARD_WINDOW_SIZ is not a setting of laggard and is ignored (did you mean "
             "LAGGARD_WINDOW_SIZE_S?)") in warned.stderr
-    for text, words in (("window_size_s=abc\n", "line 1: window_size_s is not a setting of laggard (did you mean "
+    assert "LAGGARD_min_tasks" not in warned.stderr and "SERVICE_HOST" not in warned.stderr
+    assert "min tasks 3" in warned.stderr
+    path = tmp_path / "settings.env"
+    for text, words in (("window_size_s=abc\n", "window_size_s is not a setting of laggard (did you mean "
                                                 "LAGGARD_WINDOW_SIZE_S?)"),
-                        ("# ok\n\nLAGGARD_MIN_TASKS=3\nnot a setting line\n", "line 4: 'not a setting line' is not "
-                                                                              "NAME=value")):  # fmt: skip
-        path = tmp_path / "settings.env"
-        path.write_text(text)
+                        ("\ufeff# ok\nPYTHONUNBUFFERED=1\nlaggard_min_tasks=3\nLAGGARD_WINDOW_SIZ=3\n",
+                         "LAGGARD_WINDOW_SIZ is not a setting of laggard (did you mean LAGGARD_WINDOW_SIZE_S?)")):
+        path.write_text(text, encoding="utf-8")
         refused = CliRunner().invoke(cli, ["worker", "--settings", str(path), "--bootstrap", "127.0.0.1:1"])
-        assert refused.exit_code == 1 and refused.stderr.strip() == f"Error: --settings {path} {words}"
+        assert refused.exit_code == 1
+        assert refused.stderr.strip().splitlines()[-1] == f"Error: --settings {path}: {words}"
+    assert f"warning: --settings {path}: PYTHONUNBUFFERED is not a LAGGARD_ setting and is ignored" in refused.stderr
