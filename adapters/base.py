@@ -60,6 +60,9 @@ def write_atomically(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.chmod(temp, mode)
         os.replace(temp, path)
+    except OSError as exc:  # e.g. the path is a directory: name it, not the temporary file
+        Path(temp).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise

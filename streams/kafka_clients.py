@@ -60,21 +60,22 @@ def close_quietly(client: Any) -> None:
 def probe(bootstrap: str, timeout_s: float = 3.0) -> None:
     """Fail fast (one line, not a 30 s client timeout) when no bootstrap address accepts a connection."""
     deadline = time.monotonic() + timeout_s
-    why = "connection refused"
     while True:
+        why: list[str] = []  # this pass's reason per address: a name that does not resolve is no refusal
         for address in bootstrap.split(","):
             host, _, port = address.strip().rpartition(":")
             try:
                 with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):
                     return
-            except socket.gaierror:  # a name that does not resolve is no broker that refused
-                why = f"host {host!r} not found"
+            except socket.gaierror as exc:
+                why.append(f"cannot resolve {host!r} ({exc.strerror})")
             except TimeoutError:
-                why = "connection timed out"
+                why.append(f"{address.strip()}: connection timed out")
             except (OSError, ValueError):
-                continue
+                why.append("connection refused" if len(bootstrap.split(",")) == 1 else
+                           f"{address.strip()}: connection refused")
         if time.monotonic() >= deadline:
-            raise BrokerUnavailable(bootstrap, why)
+            raise BrokerUnavailable(bootstrap, "; ".join(why))
         time.sleep(0.3)
 
 

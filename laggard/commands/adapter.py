@@ -315,7 +315,8 @@ def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bo
     summary = (
         f"cluster {cluster}: "
         # the version this adapter applied: None when none was (nothing published, or every change refused)
-        + ("no blacklist applied yet" if outcome.version is None else f"version {outcome.version} applied")
+        + ("no blacklist applied yet" if outcome.version is None else
+           f"version {outcome.version} {'followed (dry run: nothing applied)' if dry_run else 'applied'}")
         + f", {len(outcome.blacklist)} node(s) blacklisted; "
         f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
     )

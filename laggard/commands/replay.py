@@ -85,7 +85,7 @@ def replay(
         sink.close()
         raise UserError(_lost(sink)) from None
     finally:
-        if main:
+        if main and previous is not None:  # None: a handler set from C, which cannot be put back
             signal.signal(signal.SIGTERM, previous)
     summary["sink"] = sink_name
     if isinstance(sink, KafkaSink):

@@ -68,6 +68,8 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
         raise UserError(f"--role {settings.worker_role} needs --engine direct (the Faust worker runs every role)")
     if settings.worker_role == "prediction" and settings.prediction_method == "off":
         raise UserError("--role prediction needs a predictor: LAGGARD_PREDICTION_METHOD is off")
+    if settings.engine != "direct":
+        _check_web_port(settings.web_port)  # before waiting up to 30 s for a broker
     if restart_on_stall:
         raise SystemExit(supervise([arg for arg in sys.argv[1:] if arg != "--restart-on-stall"]))
     from streams.config import ranking_config
@@ -99,7 +101,6 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     if settings.engine == "direct":
         run_direct(settings, actual, health, loglevel)
     else:
-        _check_web_port(settings.web_port)
         run_faust(settings, actual, health, loglevel)
 
 

@@ -246,8 +246,9 @@ def test_a_state_file_of_another_cluster_is_not_used(tmp_path: Path, caplog) -> 
     assert "belongs to cluster 'c2'" in caplog.text
 
 
-def test_a_file_that_cannot_be_written_is_named_not_its_hidden_temporary() -> None:
-    """`laggard adapter file --path /proc/bl.txt` said "No such file or directory: /proc/.bl.txt.asphs1eu.tmp"."""
+def test_a_file_that_cannot_be_written_is_named_not_its_hidden_temporary(tmp_path: Path) -> None:
+    """`laggard adapter file --path /proc/bl.txt` said "No such file or directory: /proc/.bl.txt.asphs1eu.tmp"; a
+    --path that is a directory named its temporary file too."""
     import pytest
 
     from adapters.base import write_atomically
@@ -255,6 +256,10 @@ def test_a_file_that_cannot_be_written_is_named_not_its_hidden_temporary() -> No
     with pytest.raises(OSError) as raised:
         write_atomically(Path("/proc/bl.txt"), "node-1\n")  # /proc takes no new file, even for root
     assert raised.value.filename == "/proc/bl.txt" and "cannot write in /proc" in raised.value.strerror
+    (tmp_path / "a-directory").mkdir()
+    with pytest.raises(OSError) as raised:
+        write_atomically(tmp_path / "a-directory", "node-1\n")
+    assert raised.value.filename == str(tmp_path / "a-directory") and not list((tmp_path).glob(".*.tmp"))
 
 
 def test_the_once_summary_says_what_was_applied_and_why_it_is_not_in_sync(capsys) -> None:
