@@ -89,6 +89,12 @@ def start(port: int, controller_port: int | None, data_dir: Path | None, ssl_por
     click.echo(f"Kafka {word} at {broker.bootstrap}{listeners} (pid {pid})")
 
 
+def _port_given(data_dir: Path | None) -> bool:
+    """Whether the port names the broker asked about: with --data-dir alone, the default 9092 may be another's."""
+    source = click.get_current_context().get_parameter_source("port")
+    return data_dir is None or source is not click.core.ParameterSource.DEFAULT
+
+
 @kafka.command()
 @_broker_options
 def stop(port: int, controller_port: int | None, data_dir: Path | None) -> None:
@@ -101,8 +107,7 @@ def stop(port: int, controller_port: int | None, data_dir: Path | None) -> None:
         click.echo(f"Kafka ({where}) stopped (pid {pid})")
         return
     click.echo(f"no Kafka broker of laggard runs with data dir {broker.home}")
-    port_given = data_dir is None or port != DEFAULT_PORT  # with --data-dir alone, 9092 may be another broker's
-    if port_given and kafka_local.port_open(broker.port) and kafka_local.answers_metadata(broker.bootstrap):
+    if _port_given(data_dir) and kafka_local.port_open(broker.port) and kafka_local.answers_metadata(broker.bootstrap):
         # "stopped" in spirit but still serving: the operator must learn that nothing was stopped
         click.echo(f"but a broker answers on {broker.bootstrap} and is still running (started with another "
                    "--data-dir? give the same one to stop it)", err=True)
@@ -116,8 +121,8 @@ def status(port: int, controller_port: int | None, data_dir: Path | None) -> Non
     broker = _broker(port, controller_port, data_dir)
     pid = kafka_local.status(broker)
     if pid is None:
-        port_given = data_dir is None or port != DEFAULT_PORT  # with --data-dir alone, 9092 may be another broker's
-        elsewhere = port_given and kafka_local.port_open(broker.port) and kafka_local.answers_metadata(broker.bootstrap)
+        elsewhere = (_port_given(data_dir) and kafka_local.port_open(broker.port)
+                     and kafka_local.answers_metadata(broker.bootstrap))
         click.echo(
             f"not running from data dir {broker.home}"
             + (f"; but a broker answers on {broker.bootstrap} (started with another --data-dir?)" if elsewhere else "")
