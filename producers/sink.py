@@ -120,6 +120,22 @@ class ReplayResult:
         return self.events / self.seconds if self.seconds > 0 else 0.0
 
 
+class Interrupts:
+    """A handler for SIGINT and SIGTERM during a replay: a KeyboardInterrupt at once, except between an event's send
+    and its count, where it waits for the count (so the result's ``events`` is exactly what the sink was handed); a
+    second signal there (a send that hangs on its broker) does not wait. ``signal`` is the last one received."""
+
+    def __init__(self) -> None:
+        self.sending = False
+        self.signal: int | None = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        again = self.signal is not None
+        self.signal = signum
+        if not self.sending or again:
+            raise KeyboardInterrupt
+
+
 def replay(
     events: Iterable[Event],
     sink: Sink,
@@ -127,21 +143,28 @@ def replay(
     limit: int | None = None,
     progress: Callable[[int, float], None] | None = None,
     progress_every: int = 2000,
+    interrupts: Interrupts | None = None,
 ) -> ReplayResult:
     """Send ``events`` (at most ``limit``) to ``sink`` at the pace of ``pacer``; always closes the sink.
 
     ``progress(count, seconds)`` is called every ``progress_every`` events. Ctrl-C ends the replay early
-    and cleanly: what was sent is flushed and the result says ``interrupted``.
+    and cleanly: what was sent is flushed and the result says ``interrupted``. With ``interrupts`` installed as
+    the signal handler, a signal never falls between an event's send and its count.
     """
     started = time.perf_counter()
     count = 0
     interrupted = False
+    guard = interrupts if interrupts is not None else Interrupts()
     try:
         for event in events if limit != 0 else ():
             if pacer is not None:
                 pacer.wait(event.ts_us)
+            guard.sending = True
             sink.send(event)
             count += 1
+            guard.sending = False
+            if guard.signal is not None:
+                raise KeyboardInterrupt
             if progress is not None and count % progress_every == 0:
                 progress(count, time.perf_counter() - started)
             if count == limit:

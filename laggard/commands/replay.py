@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import signal
 import sys
@@ -18,7 +17,7 @@ from laggard.commands.options import bootstrap_option, formats_epilog, refuse_un
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from producers.registry import Trace
-from producers.sink import JsonLinesSink, KafkaSink, NullSink, Pacer, Sink
+from producers.sink import Interrupts, JsonLinesSink, KafkaSink, NullSink, Pacer, Sink
 from producers.sink import replay as replay_events
 from streams.errors import BrokerUnavailable
 
@@ -73,20 +72,21 @@ def replay(
     _check_options(bootstrap, sink_name, speed, max_rate, as_json)
     trace = open_trace_or_fail(spec)
     sink = _make_sink(sink_name, bootstrap)
-    signals: list[int] = []
+    interrupts = Interrupts()  # SIGTERM (a replay Job deleted) ends it as Ctrl-C does
     main = threading.current_thread() is threading.main_thread()  # only the main thread may set a handler
-    previous = signal.signal(signal.SIGTERM, functools.partial(_interrupt, signals)) if main else None  # a Job deleted
+    previous = [signal.signal(s, interrupts) for s in (signal.SIGINT, signal.SIGTERM)] if main else []
     try:
         with _quiet_kafka_clients():
-            summary = _run(trace, sink, Pacer(speed, max_rate), limit)
+            summary = _run(trace, sink, Pacer(speed, max_rate), limit, interrupts)
     except (BrokerUnavailable, KeyboardInterrupt):  # the broker stopped answering, or Ctrl-C while closing
         if not isinstance(sink, KafkaSink):
             raise
         sink.close()
         raise UserError(_lost(sink)) from None
     finally:
-        if main and previous is not None:  # None: a handler set from C, which cannot be put back
-            signal.signal(signal.SIGTERM, previous)
+        for number, handler in zip((signal.SIGINT, signal.SIGTERM), previous, strict=False):
+            if handler is not None:  # None: a handler set from C, which cannot be put back
+                signal.signal(number, handler)
     summary["sink"] = sink_name
     if isinstance(sink, KafkaSink):
         summary["kafka"] = {"topics": [sink.task_topic, sink.job_topic], "acknowledged": sink.sent,
@@ -104,7 +104,7 @@ def replay(
         raise UserError(_lost(sink))
     if summary["interrupted"]:  # stopped by Ctrl-C or SIGTERM: what was sent is flushed, the rest never was
         click.echo(f"interrupted: {summary['events']:,} events sent, the rest of the trace not", err=True)
-        raise SystemExit(128 + (signals[0] if signals else signal.SIGINT))
+        raise SystemExit(128 + (interrupts.signal or signal.SIGINT))
     refuse_unusable(spec, trace)  # every row bad (a wrong format) or skipped: nothing was published, say so
 
 
@@ -161,13 +161,7 @@ def _make_sink(name: str, bootstrap: str | None) -> Sink:
         raise UserError(str(exc)) from None
 
 
-def _interrupt(signals: list[int], signum: int, frame: Any) -> None:
-    """SIGTERM ends the replay as Ctrl-C does: the sink flushed and closed, a summary, a non-zero exit."""
-    signals.append(signum)
-    raise KeyboardInterrupt
-
-
-def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str, Any]:
+def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None, interrupts: Interrupts) -> dict[str, Any]:
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -179,7 +173,7 @@ def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None) -> dict[str,
             rate = count / max(seconds, 1e-9)
             progress.update(bar, completed=count, description=f"{count:,} events, {rate:,.0f}/s")
 
-        result = replay_events(trace, sink, pacer, limit, show)
+        result = replay_events(trace, sink, pacer, limit, show, interrupts=interrupts)
     summary = trace.summary()
     summary["events"] = result.events  # handed to the sink: one more may have been read when Ctrl-C came
     summary.update(seconds=round(result.seconds, 3), events_per_second=round(result.events_per_second, 1))
