@@ -98,10 +98,16 @@ def ranking_document(ranking: Ranking) -> dict[str, Any]:
 def _report_reading(report: ReadReport, source: str, samples: int, err: Console) -> None:
     err.print(f"{source}: {report.rows} finished attempts, {report.running} still running, "
               f"{report.bad} bad rows; {samples} z-values")
-    for example in report.examples:
-        err.print(f"  bad row, {example}")
+    for line in bad_row_lines(report):
+        err.print(line)
+
+
+def bad_row_lines(report: ReadReport) -> list[str]:
+    """The first bad rows with file, line and reason, then how many more there were."""
+    lines = [f"  bad row, {example}" for example in report.examples]
     if report.bad > len(report.examples):
-        err.print(f"  ... and {report.bad - len(report.examples)} more bad rows")
+        lines.append(f"  ... and {report.bad - len(report.examples):,} more bad rows")
+    return lines
 
 
 # --- the command --------------------------------------------------------------------------------

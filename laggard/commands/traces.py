@@ -49,13 +49,11 @@ def echo_bad_rows(trace: Any) -> None:
     """After iterating ``trace``, on stderr as ``laggard rank`` reports them: how many rows its reader skipped as
     bad, and the first few with their file and line (for the commands that otherwise say nothing of their rows:
     classify, advise)."""
-    from laggard.commands.rank import trace_report
+    from laggard.commands.rank import bad_row_lines, trace_report
 
     report = trace_report(trace)
     if not report.bad:
         return
     click.echo(f"  {report.bad:,} bad row{'' if report.bad == 1 else 's'} skipped", err=True)
-    for example in report.examples:
-        click.echo(f"  bad row, {example}", err=True)
-    if report.bad > len(report.examples):
-        click.echo(f"  ... and {report.bad - len(report.examples):,} more bad rows", err=True)
+    for line in bad_row_lines(report):
+        click.echo(line, err=True)

@@ -70,16 +70,20 @@ class _NamedGzipFile(gzip.GzipFile):
     def read(self, size: int | None = -1) -> bytes:
         try:
             return super().read(size)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise OSError(errno.EIO, f"damaged gzip file ({exc or 'it ends before its end marker'})",
-                          self.name) from None
+        except _DAMAGE as exc:
+            raise self._damaged(exc) from None
 
     def read1(self, size: int = -1) -> bytes:
         try:
             return super().read1(size)
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise OSError(errno.EIO, f"damaged gzip file ({exc or 'it ends before its end marker'})",
-                          self.name) from None
+        except _DAMAGE as exc:
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: Exception) -> OSError:
+        return OSError(errno.EIO, f"damaged gzip file ({exc or 'it ends before its end marker'})", self.name)
+
+
+_DAMAGE = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def open_text(path: Path) -> io.TextIOBase:
