@@ -324,6 +324,8 @@ def validate(event: Event | NodeSummary | TaskEventBatch | TaskRows) -> str | No
     if isinstance(event, TaskStart | TaskCheckpoint | TaskFinish):
         if not event.job_id or not event.task_id:
             return "empty job_id or task_id"
+        if not event.node_id:
+            return "empty node_id"  # a ranking would score, and could list, a node named ""
         if event.attempt < 0:
             return f"negative attempt: {event.attempt}"
     if isinstance(event, JobStart) and event.declared_tasks is not None and event.declared_tasks < 0:

@@ -65,6 +65,8 @@ def row_problem(ts: int, kind: int, job: str, task: str, node: str, value: int, 
         return f"negative ts_us: {ts}"
     if not job or not task:
         return "empty job_id or task_id"
+    if not node:
+        return "empty node_id"
     if kind in (FINISHED, ENDED):
         if value < 0:
             return f"negative duration_us: {value}"

@@ -167,17 +167,19 @@ def test_a_ranking_fed_the_event_batches_of_a_worker_before_the_rows_lists_the_s
 
 
 def test_a_row_the_ranking_would_refuse_goes_to_dead_letters_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A forwarded row no valid event gives (a finish before its start) is refused by the ranking host with its
+    """A forwarded row no valid event gives (a finish before its start, a start on no node) is refused by the ranking host with its
     place and reason; the rows beside it are taken."""
     monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
-    rows = TaskRows("task-events:1", (7, 8), (5, 9), (0, 1), ("j", "j"), ("t", "u"), ("n1", "n1"), (-1, 10), (0, 0))
+    rows = TaskRows("task-events:1", (7, 8, 9), (5, 9, 9), (0, 1, 0), ("j", "j", "j"), ("t", "u", "v"),
+                    ("n1", "n1", ""), (-1, 10, -1), (0, 0, 0))
     sent = Outbox()
     host = RankHost(Settings(**SETTINGS), PARTITIONS, sent)  # type: ignore[arg-type]
     host.load({0}, {})
     host.take([decode(Raw("ranking-feed", 0, 0, value=codec.encode(rows)), FEED_TYPES)], lambda: None)
     letters = [r for r, _ in sent.on("dead-letters")]
     assert [(d.source_topic, d.partition, d.offset, d.reason) for d in letters] == [
-        ("task-events", 1, 8, "forwarded to the ranking: finish before start: duration_us 10 > ts_us 9")]
+        ("task-events", 1, 8, "forwarded to the ranking: finish before start: duration_us 10 > ts_us 9"),
+        ("task-events", 1, 9, "forwarded to the ranking: empty node_id")]
     assert host.slots[0].state.stage.observed == 1
 
 

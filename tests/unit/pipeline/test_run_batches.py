@@ -18,6 +18,7 @@ def trace() -> list[Event]:
     # Invalid events among them: counted as dead letters by either path, never ranked.
     events.insert(500, TaskStart("bad", "t", 0, "node-01", -5))
     events.insert(9000, TaskStart("", "t", 0, "node-02", events[9000].ts_us))
+    events.insert(7000, TaskStart("j", "t", 0, "", events[7000].ts_us))  # a node named "" is never ranked
     return events
 
 
@@ -52,7 +53,7 @@ def test_batches_publish_what_single_events_publish(partitions: int, finish: boo
     assert batch_rankings == rankings
     assert batch_deltas == deltas
     assert many.counts == single.counts
-    assert many.counts.invalid == {"negative ts_us": 1, "empty job_id or task_id": 1}
+    assert many.counts.invalid == {"negative ts_us": 1, "empty job_id or task_id": 1, "empty node_id": 1}
     assert many.blacklist == single.blacklist
 
 
