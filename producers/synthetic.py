@@ -88,7 +88,7 @@ class SyntheticConfig:
         problems = [
             self.nodes < 1 and "nodes must be at least 1",
             not 0 <= self.slow <= self.nodes and "slow must be between 0 and nodes",
-            self.jobs < 0 and "jobs must not be negative",
+            self.jobs < 1 and "jobs must be at least 1 (a cluster running no job has no event to rank)",
             not 1 <= self.tasks[0] <= self.tasks[1] and "tasks must be N or LO-HI with 1 <= LO <= HI",
             self.slowdown < 1 and "slowdown must be at least 1",
             self.onset < 0 and "onset must not be negative",

@@ -82,7 +82,7 @@ def test_the_same_seed_gives_the_same_events_and_another_seed_others() -> None:
 @settings(max_examples=25, deadline=None)
 @given(
     nodes=st.integers(1, 12),
-    jobs=st.integers(0, 8),
+    jobs=st.integers(1, 8),
     low=st.integers(1, 5),
     extra=st.integers(0, 5),
     checkpoints=st.integers(0, 3),
@@ -133,6 +133,7 @@ def test_failed_attempts_are_retried_on_another_node() -> None:
     ("spec", "message"),
     [
         ("nodes=0", "nodes must be at least 1"),
+        ("jobs=0", "jobs must be at least 1"),
         ("nodes=4,slow=5", "slow must be between"),
         ("tasks=9-3", "tasks must be"),
         ("contention=disk", "contention must be one of cpu, memory"),
