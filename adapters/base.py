@@ -71,3 +71,13 @@ def write_atomically(path: Path, text: str) -> None:
 def prefix(dry_run: bool) -> str:
     """Log prefix of an action: what would be done in a dry run."""
     return "[dry-run] would " if dry_run else ""
+
+
+def write_for_scheduler(path: Path, text: str) -> None:
+    """``write_atomically`` for an applier: a file it cannot write (a full disk, a permission taken away, a
+    directory in its place) is a change the scheduler did not take, ``ApplyError`` naming the file, which the
+    consumer retries (``--once``: exit 3), not the end of a long-running adapter."""
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise ApplyError(f"cannot write {exc.filename or path}: {exc.strerror or exc}") from exc

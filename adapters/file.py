@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from adapters.base import prefix, write_atomically
+from adapters.base import prefix, write_for_scheduler
 from adapters.follower import Change
 
 log = logging.getLogger("laggard.adapters")
@@ -33,7 +33,7 @@ class FileApplier:
     def apply(self, change: Change) -> None:
         log.info("%sreplace %s with %d node(s)", prefix(self.dry_run), self.path, len(change.after))
         if not self.dry_run:
-            write_atomically(self.path, render_plain(change.after))
+            write_for_scheduler(self.path, render_plain(change.after))
 
     def known_nodes(self) -> frozenset[str] | None:
         return None

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from adapters.base import ApplyError, prefix, write_atomically
+from adapters.base import ApplyError, prefix, write_for_scheduler
 from adapters.file import render_plain
 from adapters.follower import Change
 
@@ -141,7 +141,7 @@ class YarnApplier:
                 len(hosts),
             )
             if not self.dry_run:
-                write_atomically(self.exclude_file, text)
+                write_for_scheduler(self.exclude_file, text)
             self._refresh()
 
     def known_nodes(self) -> frozenset[str] | None:
@@ -186,12 +186,15 @@ class YarnApplier:
                 reason = reasons.get(node, "on the blacklist")
                 log.info("%swrite flag %s", prefix(self.dry_run), flag)
                 if not self.dry_run:
-                    write_atomically(flag, f"{FLAG_MARK} {reason} (blacklist version {change.version})\n")
+                    write_for_scheduler(flag, f"{FLAG_MARK} {reason} (blacklist version {change.version})\n")
         for flag in sorted(directory.iterdir()) if directory.is_dir() else []:
             if flag.name not in hosts and flag.is_file() and _written_by_laggard(flag):
                 log.info("%sremove flag %s", prefix(self.dry_run), flag)
                 if not self.dry_run:
-                    flag.unlink(missing_ok=True)
+                    try:
+                        flag.unlink(missing_ok=True)
+                    except OSError as exc:
+                        raise ApplyError(f"cannot remove {flag}: {exc.strerror or exc}") from exc
 
 
 def summary(output: str, lines: int = 3) -> str:

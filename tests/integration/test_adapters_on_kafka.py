@@ -205,6 +205,24 @@ def test_a_delta_over_the_cap_is_refused_and_the_state_is_unchanged(topics: str,
     assert state.read_bytes() == before and read(blacklist) == "n1\n"
 
 
+def test_a_blacklist_file_that_cannot_be_written_keeps_the_version_and_is_applied_once_it_can(
+    topics: str, cluster: str, tmp_path: Path
+) -> None:
+    """A --path the adapter cannot write when a change comes (here under /proc, which takes no new file even for
+    root; in production a full disk or a permission taken away) is a change the scheduler did not take: exit 3 with
+    the file named and no state saved, as for a failed YARN refresh. It ended the adapter with "Error: ..." and exit
+    1, and a long-running adapter with it instead of trying again."""
+    blacklist, state = tmp_path / "blacklist.txt", tmp_path / "state.json"
+    publish(topics, snapshot(cluster, 1, ("n1",)))
+    args = ("--state-file", str(state), "--known-nodes", "20")
+    status, outcome, log_text = adapter(topics, cluster, "file", "--path", "/proc/laggard-blacklist.txt", *args)
+    assert status == 3 and outcome["version"] is None
+    assert "cannot write /proc/laggard-blacklist.txt" in log_text and "Traceback" not in log_text
+    assert not state.exists()
+    status, outcome, _ = adapter(topics, cluster, "file", "--path", str(blacklist), *args)
+    assert status == 0 and outcome["version"] == 1 and read(blacklist) == "n1\n"
+
+
 # --- yarn -------------------------------------------------------------------------------------------------
 
 

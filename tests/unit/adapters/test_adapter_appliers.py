@@ -159,6 +159,18 @@ def test_health_flags_follow_the_blacklist_and_spare_operator_files(tmp_path: Pa
     assert sorted(p.name for p in health.iterdir()) == ["n2", "n9"]
 
 
+def test_a_file_an_applier_cannot_write_is_a_change_not_taken(tmp_path: Path) -> None:
+    """A write that fails once running (a directory where the file was; a full disk) raises ``ApplyError`` naming
+    the file, which the consumer retries, not an OSError that ended the adapter."""
+    (tmp_path / "blacklist.txt").mkdir()
+    with pytest.raises(ApplyError, match=f"cannot write {tmp_path / 'blacklist.txt'}: Is a directory"):
+        FileApplier(tmp_path / "blacklist.txt").apply(change({"n1"}, added=("n1",)))
+    health = tmp_path / "health"
+    (health / "n1").mkdir(parents=True)
+    with pytest.raises(ApplyError, match=f"cannot write {health / 'n1'}"):
+        YarnApplier(health_dir=health).apply(change({"n1"}, added=("n1",)))
+
+
 def test_a_node_name_that_is_not_a_file_name_gets_no_flag(tmp_path: Path, caplog) -> None:
     health = tmp_path / "health"
     YarnApplier(health_dir=health).apply(change({"../evil", "n1"}, added=("../evil", "n1")))
