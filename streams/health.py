@@ -129,6 +129,7 @@ class Health:
         self._beat = clock()
         self._live: str | None = None
         self._ready: str | None = "starting"
+        self.set(None, "starting")  # the gauges say what the probes say from the start (laggard_live was 0)
 
     def beat(self) -> None:
         self._beat = self._clock()

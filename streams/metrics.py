@@ -1,8 +1,11 @@
 """Prometheus metrics of every long-running laggard process (the worker, each adapter), all named ``laggard_*``.
 
 The metrics live in prometheus_client's default registry, as that library intends: a process declares them by
-importing this module and serves them with ``streams.health.serve``. Label values are bounded by the code, never by
-the data: a dead letter's reason is reduced to its kind (``reason_kind``), topics and agents are laggard's own.
+importing this module and serves them with ``streams.health.serve``. The ranking's own unlabelled series (its
+duration, lag, nodes seen, version published, seeks back) are registered only by a worker (``for_worker``): an
+adapter's /metrics said "laggard_delta_version_published 0" of versions it never publishes. Label values are
+bounded by the code, never by the data: a dead letter's reason is reduced to its kind (``reason_kind``), topics
+and agents are laggard's own.
 
 >>> reason_kind("unknown writer schema fingerprint 00ffaa11bb22cc33")
 'unknown-writer-schema-fingerprint'
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
 EVENTS_IN = Counter("laggard_events_in", "Records read, per topic and the agent or adapter that read them",
                     ["topic", "reader"])
@@ -27,14 +30,15 @@ CONSUMER_LAG = Gauge("laggard_consumer_lag_records", "Records on a partition thi
                      ["topic", "partition"])
 RANKING_DURATION = Histogram("laggard_ranking_duration_seconds",
                              "Wall time of a ranking step that published (one or more ranking periods)",
-                             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
+                             buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0), registry=None)
 PERIOD_LAG = Gauge("laggard_period_lag_seconds",
                    "Wall time minus the event time of the end of the latest ranked window (how far the ranking "
-                   "runs behind the cluster; large during a replay of an old trace)")
-NODES_SEEN = Gauge("laggard_nodes_seen", "Nodes the ranking saw in its latest window")
+                   "runs behind the cluster; large during a replay of an old trace)", registry=None)
+NODES_SEEN = Gauge("laggard_nodes_seen", "Nodes the ranking saw in its latest window", registry=None)
 NODES_LISTED = Gauge("laggard_nodes_listed", "Nodes on the blacklist: published (worker) or applied (adapter)",
                      ["process"])
-DELTA_PUBLISHED = Gauge("laggard_delta_version_published", "Latest blacklist version the ranking published")
+DELTA_PUBLISHED = Gauge("laggard_delta_version_published", "Latest blacklist version the ranking published",
+                        registry=None)
 DELTA_APPLIED = Gauge("laggard_delta_version_applied", "Latest blacklist version the adapter applied", ["adapter"])
 ADAPTER_REFUSALS = Counter("laggard_adapter_refusals", "Blacklist versions refused as a whole (the cap)", ["adapter"])
 ADAPTER_ERRORS = Counter("laggard_adapter_errors", "Changes the scheduler did not take (retried)", ["adapter"])
@@ -43,9 +47,22 @@ PREDICTOR_FLAGS = Counter("laggard_predictor_flags", "Tasks flagged as straggler
 LAST_PROGRESS = Gauge("laggard_last_progress_timestamp_seconds",
                       "Unix time of the latest record read (or of the latest check that found nothing to read)")
 OFFSET_SEEKS_BACK = Counter("laggard_offset_seeks_back", "Partitions sought back because a record came after one "
-                            "its state never took (skipped at a rebalance), or a hole in the log accepted")
+                            "its state never took (skipped at a rebalance), or a hole in the log accepted",
+                            registry=None)
 LIVE = Gauge("laggard_live", "1 when the liveness check passes")
 READY = Gauge("laggard_ready", "1 when the readiness check passes")
+
+_WORKER_ONLY = (RANKING_DURATION, PERIOD_LAG, NODES_SEEN, DELTA_PUBLISHED, OFFSET_SEEKS_BACK)
+_registered: list[bool] = []
+
+
+def for_worker() -> None:
+    """Serve the worker's own series too (once per process; they are counted whether served or not)."""
+    if not _registered:
+        for metric in _WORKER_ONLY:
+            REGISTRY.register(metric)
+        _registered.append(True)
+
 
 _DETAIL = re.compile(r"\([^)]*\)|'[^']*'|\"[^\"]*\"|\b[0-9a-f]{8,}\b|\d+")
 

@@ -89,8 +89,10 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     if partitions is not None and actual != partitions:
         click.echo(f"warning: {TASK_EVENTS.name} already has {actual} partitions; using {actual}", err=True)
 
+    from streams import metrics
     from streams.health import Health, serve
 
+    metrics.for_worker()
     health = Health(settings.stall_timeout_s or float("inf"))
     if settings.metrics_port:
         try:

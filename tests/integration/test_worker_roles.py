@@ -86,6 +86,9 @@ def test_statistics_and_prediction_roles_run_apart(tmp_path: Path, monkeypatch: 
             wait_for(lambda: (sent(ports[1]), len(decoded(bootstrap, "straggler-predictions"))),
                      lambda counts: counts[0] == counts[1] > 0, 60, "its predictions on the broker", predict_log)
             by_worker = [sent(port) for port in ports]
+            ranking = dict(scrape(ports[0]))  # the worker serves its ranking's series (an adapter does not)
+            assert ranking[("laggard_delta_version_published", ())] == local_final.version
+            assert ranking[("laggard_nodes_seen", ())] > 0 and ranking[("laggard_live", ())] == 1
         deltas = decoded(bootstrap, "blacklist-deltas")
         predictions: list[StragglerPrediction] = decoded(bootstrap, "straggler-predictions")
 

@@ -22,6 +22,8 @@ def _get(port: int, path: str) -> tuple[int, str]:
 
 
 def test_probes_answer_503_with_the_reason_until_healthy_and_metrics_parse() -> None:
+    metrics.for_worker()  # as `laggard worker` does
+    metrics.for_worker()  # once per process, however often asked
     clock = [0.0]
     health = Health(stall_after_s=30, clock=lambda: clock[0])
     server = serve(0, health)
@@ -96,3 +98,24 @@ def test_connection_errors_of_a_broker_that_is_away_are_a_few_lines() -> None:
     assert sum(passed) == 4  # at 0, 30, 60 and 90 s of two minutes of one error a second
     ours = logging.LogRecord("laggard", logging.ERROR, "", 0, "same", None, None)
     assert all(burst.filter(ours) for _ in range(5)), "laggard's own lines are never held back"
+
+
+def test_an_adapter_serves_no_ranking_series_and_its_gauges_say_what_its_probes_say_from_the_start() -> None:
+    """A fresh process as an adapter starts one (its code imported, a Health made, /metrics served): no
+    "laggard_delta_version_published 0" or period lag of a ranking it does not run, and laggard_live 1 while /livez
+    says ok (it was 0 until the first health check). A subprocess: the registry is the process's."""
+    import subprocess
+    import sys
+
+    script = ("import adapters.consumer, laggard.commands.adapter\n"
+              "from prometheus_client import generate_latest\n"
+              "from streams.health import Health\n"
+              "Health(30)\n"
+              "print(generate_latest().decode())\n")
+    text = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    values = {s.name: s.value for family in text_string_to_metric_families(text) for s in family.samples}
+    assert values["laggard_live"] == 1 and values["laggard_ready"] == 0
+    ranking = {"laggard_delta_version_published", "laggard_period_lag_seconds", "laggard_nodes_seen",
+               "laggard_ranking_duration_seconds_count", "laggard_offset_seeks_back_total"}
+    assert not ranking & set(values), sorted(ranking & set(values))
+
