@@ -321,7 +321,8 @@ def copartitioning_problem(settings: Settings, known: dict[str, int] | None = No
         return None
     found = " and ".join(f"{name} has {count} partition{'s' * (count != 1)}" for name, count in counts.items())
     return (f"{found}: a job's task events and job events must be on the same partition number, so both topics "
-            f"need the same count (delete one of them; laggard creates it again with the other's count)")
+            "need the same count (delete one of them, e.g. `laggard topics delete job-events`; laggard creates it "
+            "again with the other's count)")
 
 
 def partition_counts(settings: Settings, names: list[str]) -> dict[str, int]:

@@ -1,10 +1,13 @@
-"""`laggard topics create|list`: laggard's topics from the one registry."""
+"""`laggard topics create|list|delete`: laggard's topics from the one registry."""
 
 from __future__ import annotations
+
+import sys
 
 import click
 
 from laggard.commands.options import bootstrap_option, settings_with
+from laggard.errors import UserError
 from streams import kafka_clients
 from streams.serde.topics import TOPICS
 
@@ -45,3 +48,53 @@ def list_(bootstrap: str | None) -> None:
     for topic in TOPICS:
         state = "present" if topic.name in existing else "missing"
         click.echo(f"{state:8} {topic.name:24} {topic.doc}")
+
+
+@topics.command()
+@bootstrap_option
+@click.argument("names", nargs=-1)
+@click.option("--yes", is_flag=True, help="Delete without asking (needed when stdin is not a terminal).")
+def delete(bootstrap: str | None, names: tuple[str, ...], yes: bool) -> None:
+    """Delete laggard's topics and its workers' consumer groups, to start over (e.g. before replaying another
+    trace through the same broker). NAMES: only these topics, groups kept (e.g. `job-events`, after a producer
+    created it with another partition count than `task-events`).
+
+    The deployment is the one of LAGGARD_APP_ID: the registry's topics (`laggard topics list`), the workers'
+    own `<app_id>-...` topics (checkpoints, Faust's changelogs) and the groups `<app_id>` and `<app_id>-predict`.
+    Refused while a worker of the deployment runs. Adapters keep their state files: delete those too (with the
+    file an adapter keeps), or an adapter takes the new versions up to the one it had applied for ones it has."""
+    from kafka.errors import KafkaError
+
+    from streams import kafka_reset
+
+    settings = settings_with(bootstrap)
+    present = kafka_reset.deployment_topics(settings)
+    if names:
+        ours = {topic.name for topic in TOPICS} | set(present)
+        unknown = [name for name in names if name not in ours]
+        if unknown:
+            raise click.UsageError(f"not a topic of laggard under app id {settings.app_id!r}: {', '.join(unknown)} "
+                                   "(`laggard topics list` shows them)")
+        doomed, groups = [name for name in present if name in names], ()
+    else:
+        doomed, groups = present, kafka_reset.app_groups(settings)
+    running = kafka_reset.busy_groups(settings, kafka_reset.app_groups(settings))
+    if running:
+        members = ", ".join(f"{group}: {count} member(s)" for group, count in sorted(running.items()))
+        raise UserError(f"workers of app id {settings.app_id!r} are running ({members}): stop them first")
+    if not doomed and not groups:
+        click.echo(f"nothing to delete: none of {', '.join(names)} is on {settings.bootstrap_servers}")
+        return
+    plan = f"{len(doomed)} topic(s) on {settings.bootstrap_servers}: {', '.join(doomed) or 'none'}" + (
+        f"; consumer groups {', '.join(groups)}" if groups else "")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(f"this would delete {plan}; add --yes to delete them")
+        click.confirm(f"Delete {plan}?", abort=True)
+    try:
+        deleted = kafka_reset.delete_deployment(settings, doomed, groups)
+    except KafkaError as exc:
+        raise UserError(f"deleting {', '.join(doomed)} failed: {exc}") from None
+    click.echo(f"deleted {len(doomed)} topic(s): {', '.join(doomed) or 'none'}"
+               + (f"; consumer groups: {', '.join(deleted) or 'none had offsets'}" if groups else ""))
+

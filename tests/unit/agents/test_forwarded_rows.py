@@ -167,8 +167,8 @@ def test_a_ranking_fed_the_event_batches_of_a_worker_before_the_rows_lists_the_s
 
 
 def test_a_row_the_ranking_would_refuse_goes_to_dead_letters_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A forwarded row no valid event gives (a finish before its start, a start on no node) is refused by the ranking host with its
-    place and reason; the rows beside it are taken."""
+    """A forwarded row no valid event gives (a finish before its start, a start on no node) is refused by the ranking
+    host with its place and reason; the rows beside it are taken."""
     monkeypatch.setattr(hosts.kafka_clients, "latest_snapshot", lambda settings, **_: None)
     rows = TaskRows("task-events:1", (7, 8, 9), (5, 9, 9), (0, 1, 0), ("j", "j", "j"), ("t", "u", "v"),
                     ("n1", "n1", ""), (-1, 10, -1), (0, 0, 0))
