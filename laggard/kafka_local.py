@@ -287,6 +287,10 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     extra = list(broker.security.listeners().values()) if broker.security else []
     if broker.security and not broker.security.keystore.is_file():
         raise KafkaLocalError(f"no keystore at {broker.security.keystore}")
+    if port_open(broker.port) and answers_metadata(f"127.0.0.1:{broker.port}"):
+        # not a broker of this data directory stopping (it would have to be dead to be started again): at once
+        raise KafkaLocalError(f"a Kafka broker already answers on 127.0.0.1:{broker.port}, not the one of "
+                              f"{broker.home}: use it (--bootstrap 127.0.0.1:{broker.port}), or choose another --port")
     for port in (broker.port, broker.controller_port, *extra):
         if _still_open(port):
             raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
