@@ -11,8 +11,9 @@ kube-scheduler POSTs an ``ExtenderArgs`` JSON body (``Pod``, and either ``Nodes`
 * ``prioritize`` answers a ``HostPriorityList``: ``[{"Host": node, "Score": 0..10}]``.
 
 The Go types carry no JSON tags, so the field names are the Go names; Go's decoder matches keys ignoring
-case, and so does this one. The pod's task type is its ``laggard.io/task-type`` annotation or label (else
-the empty type, whose tree is ``all``); its CPU and memory requests are not read (the trees learned
+case, and so does this one. The pod's task type is its ``laggard.io/task-type`` annotation or label, else
+``all``, the tree of every type pooled (``laggard advise serve``); a type with no tree is allowed everywhere but
+on the blacklist, with a warning the first time it comes; its CPU and memory requests are not read (the trees learned
 requests in the trace's units, not in cores and bytes). A body that is not JSON, or not an ExtenderArgs,
 gets a 400 with the reason, and the server goes on.
 
@@ -59,6 +60,7 @@ _VERDICT_LABEL = {"allow": "allowed", "avoid": "avoided"}
 ERRORS = Counter("laggard_extender_errors", "Requests that failed: bad-request (400) or internal (500)", ["kind"])
 
 TASK_TYPE_KEY = "laggard.io/task-type"
+MAX_BODY_BYTES = 256 << 20  # an ExtenderArgs of 5,000 Node objects (Kubernetes' largest supported cluster)
 StatusOf = Callable[[str, str], NodeStatus]  # (node, task type) -> status
 
 
@@ -86,7 +88,12 @@ def parse_args(body: bytes) -> tuple[str, list[str], list[dict[str, Any]] | None
     if not isinstance(pod, dict):
         raise BadArgs("Pod must be an object")
     metadata = pod.get("metadata") or {}
-    marks = {**(metadata.get("labels") or {}), **(metadata.get("annotations") or {})}
+    if not isinstance(metadata, dict):
+        raise BadArgs("Pod.metadata must be an object")
+    labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
+    if not isinstance(labels, dict) or not isinstance(annotations, dict):
+        raise BadArgs("Pod.metadata.labels and .annotations must be objects (string to string)")
+    marks = {**labels, **annotations}
     task_type = task_type_of(str(marks.get(TASK_TYPE_KEY, "")))
     names, items = _get(args, "NodeNames"), None
     if names is None:
@@ -101,7 +108,8 @@ def parse_args(body: bytes) -> tuple[str, list[str], list[dict[str, Any]] | None
 
 
 def _node_name(item: Any) -> str:
-    name = item.get("metadata", {}).get("name") if isinstance(item, dict) else None
+    metadata = item.get("metadata") if isinstance(item, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
     if not isinstance(name, str) or not name:
         raise BadArgs("every node in Nodes.items needs metadata.name")
     return name
@@ -119,9 +127,15 @@ class Extender:
                  lock: Any = None) -> None:  # fmt: skip
         self.adviser, self.status_of, self.listed = adviser, status_of, listed
         self.lock = lock if lock is not None else contextlib.nullcontext()
+        self._untreed: set[str] = set()  # task types asked for that have no tree (each warned about once)
 
     def _advice(self, verb: str, task_type: str, names: list[str]) -> list[Advice]:
         self.adviser.listed = frozenset(self.listed())
+        if task_type not in self.adviser.trees.trees and task_type not in self._untreed:
+            self._untreed.add(task_type)  # its pods pass every node but the listed ones: an operator must know
+            log.warning("no tree for task type %r (trees: %s): its pods are allowed on every node not listed; "
+                        "name a pod's type with the %s annotation or label", task_type,
+                        ", ".join(sorted(self.adviser.trees.trees)) or "none", TASK_TYPE_KEY)
         statuses = [self.status_of(name, task_type) for name in names]
         advice = [self.adviser.advise(name, task_type, status) for name, status in zip(names, statuses, strict=True)]
         if verb == "filter" and statuses:
@@ -166,7 +180,9 @@ class Extender:
         async def healthz(_: web.Request) -> web.Response:
             return web.Response(text="ok")
 
-        app = web.Application()
+        # Without nodeCacheCapable the scheduler sends whole Node objects (their images, conditions, ...): 1 MiB,
+        # aiohttp's default, is ~100 nodes, and a larger cluster's every pod failed with a 413.
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_post("/filter", filter_)
         app.router.add_post("/prioritize", prioritize)
         app.router.add_get("/healthz", healthz)

@@ -270,7 +270,7 @@ def _run(
     from adapters.follower import Follower
     from streams.errors import BrokerUnavailable
 
-    _setup_logging()
+    setup_adapter_logging()
     if as_json and not once:
         raise click.UsageError("--json needs --once")
     settings = settings_with(bootstrap, cluster_id=cluster_id, max_fraction=max_fraction, metrics_port=metrics_port)
@@ -357,7 +357,8 @@ def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
     return client.CoreV1Api()
 
 
-def _setup_logging() -> None:
+def setup_adapter_logging() -> None:
+    """The adapters' log (``laggard.adapters``) on stderr, and kafka-python's warnings in bursts of a few lines."""
     logger = logging.getLogger("laggard.adapters")
     for old in list(logger.handlers):  # a second run in one process (tests) logs to the current stderr
         logger.removeHandler(old)

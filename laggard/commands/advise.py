@@ -30,18 +30,15 @@ from laggard.commands.advise_options import (
     checked_window,
     make_budget,
     parse_seeds,
-    parse_threshold,
     target_option,
     thresholds_text,
 )
-from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace, load_samples, train_all
-from laggard.commands.options import bootstrap_option, formats_epilog, serve_health, settings_with, stdout_console
+from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace
+from laggard.commands.advise_serve import adviser_from, default_threshold, same_kind, serve
+from laggard.commands.options import formats_epilog, stdout_console
 from laggard.errors import UserError
 from laggard.report.terminal import percent
-from streams.core.avoidance.adviser import Adviser
-from streams.core.avoidance.budget import RefusalBudget
-from streams.core.avoidance.calibration import CalibratedBudget, restore_budget
-from streams.core.avoidance.status import NodeStatusTracker
+from streams.core.avoidance.calibration import restore_budget
 from streams.core.avoidance.thresholds import TARGETS
 
 
@@ -190,8 +187,7 @@ def _what_ran(document: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: bool) -> None:
     """Print the CART of each task type (or one), learned on the whole trace."""
-    samples, _ = load_samples(spec)
-    cart = train_all(samples, depth, min_leaf)
+    cart = adviser_from(spec, depth, min_leaf, "1.0")[0].trees  # a trace too short for any tree: one line
     kinds = [task_type] if task_type else cart.types()
     unknown = [k for k in kinds if k not in cart.trees]
     if unknown:
@@ -201,18 +197,6 @@ def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: b
             click.echo(f"# task type {kind}\n{cart.text(kind)}")
 
 
-def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
-                  target: str = "z") -> tuple[Adviser, NodeStatusTracker, int, list[str]]:  # fmt: skip
-    """The adviser trained on ``spec``, the node tracker at its end, that end, and the task types of its samples."""
-    default, per_type = parse_threshold(threshold)
-    tracker = NodeStatusTracker()
-    samples, _ = load_samples(spec, tracker)
-    end_us = max(s.label_us for s in samples)
-    trees = train_all(samples, depth, min_leaf, target)
-    types = sorted({s.task_type for s in samples})
-    return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us, types
-
-
 @advise.command("query", epilog=formats_epilog())
 @click.option("--trace", "spec", required=True, help="FORMAT:PATH: trees and node status come from it")
 @click.option("--node", required=True, help="the node asked about")
@@ -220,7 +204,8 @@ def _adviser_from(spec: str, depth: int, min_leaf: int, threshold: str,
               help="the task's type [default: the trace's one type; a trace of several needs it]")
 @click.option("--threshold", default=None,
               help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
-                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated]")
+                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated; --target p "
+                   "needs one]")
 @target_option
 @click.option("--cpu", type=click.FloatRange(min=0), default=None, help="the task's CPU request (trace units)")
 @click.option("--memory", type=click.FloatRange(min=0), default=None, help="the task's memory request (trace units)")
@@ -244,7 +229,7 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
     if calibrated and budget_state is None:  # a fresh calibration has no requests to rank among, no tokens
         raise UserError("--calibrated ranks a request among the earlier ones and pays refusals with tokens they "
                         "earned: give --budget-state FILE to keep them between queries")
-    threshold = threshold or ("0" if calibrated else "1.0")
+    threshold = default_threshold(threshold, target, calibrated)
     budget = make_budget(budget_share, budget_window, calibration)
     if budget_state is not None and budget_state.exists():
         try:
@@ -252,7 +237,7 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
         same_kind(budget, calibrated, f"--budget-state {budget_state}")
-    adviser, tracker, end_us, types = _adviser_from(spec, 4, 50, threshold, target)
+    adviser, tracker, end_us, types = adviser_from(spec, 4, 50, threshold, target)
     if task_type is None:  # "all" answered "no tree yet: allowed" on every trace whose tasks have types
         if len(types) != 1:
             raise UserError(f"{spec} has tasks of types {', '.join(types)}: give --type")
@@ -270,96 +255,4 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
         click.echo(f"{advice.verdict} {node} for {task_type}: {advice.reason}")
 
 
-@advise.command("serve", epilog=formats_epilog())
-@click.option("--trace", "spec", required=True,
-              help="FORMAT:PATH the trees learn from (and node status without --kafka)")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True)
-@click.option("--threshold", default=None,
-              help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
-                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated]")
-@target_option
-@click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
-              help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
-@click.option("--kafka", "live", is_flag=True,
-              help="keep node status live from Kafka's task-events and node-samples (settings as the adapters)")
-@bootstrap_option
-@click.option("--state", "state_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="with --kafka: node status and offsets saved here and restored at start (survives restarts)")
-@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
-              help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
-@budget_options
-@calibrated_option
-def serve(spec: str, host: str, port: int, threshold: str | None, target: str, blacklist: Path | None, live: bool,
-          bootstrap: str | None, state_file: Path | None, metrics_port: int | None, budget_share: float,
-          budget_window: str, **calibration: Any) -> None:  # fmt: skip
-    """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize)."""
-    from aiohttp import web
-
-    from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusFeed, StatusOf
-
-    if state_file is not None and not live:
-        raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
-    settings = settings_with(bootstrap, metrics_port=metrics_port)
-    calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
-    threshold = threshold or ("0" if calibrated else "1.0")
-    budget = make_budget(budget_share, budget_window, calibration)
-    adviser, tracker, end_us, _ = _adviser_from(spec, 4, 50, threshold, target)
-    adviser.budget = budget
-    lock = None
-    health = serve_health(settings)
-    feed: StatusFeed | None = None
-    status_of: StatusOf
-    if live:
-        status = (LiveStatus.load(state_file) if state_file else None) or LiveStatus(NodeStatusTracker())
-        if status.budget is None or budget is None:  # a saved budget (and its window) wins over the flags
-            status.budget = budget
-        elif state_file is not None:
-            same_kind(status.budget, calibrated, f"--state {state_file}")
-        adviser.budget, lock = status.budget, status.lock
-        feed = StatusFeed(settings, status, state_file, health=health)
-        _start_feed(feed)
-        click.echo(f"node status from Kafka at {settings.bootstrap_servers}, event time {status.now_us}", err=True)
-        status_of = status.status
-    else:
-        status_of = _at(tracker, end_us)
-        if health is not None:
-            health.set(None, None)
-    extender = Extender(adviser, status_of, BlacklistFile(blacklist), lock)
-    app = extender.app()
-    if feed is not None:
-        async def stop_feed(_: web.Application) -> None:
-            feed.stop()
-
-        app.on_cleanup.append(stop_feed)
-    spent = ""
-    if isinstance(adviser.budget, RefusalBudget):
-        spent = f"; refusal budget: at most {adviser.budget.words()[len('budget spent: '):]}"
-    elif adviser.budget is not None:
-        spent = f"; online calibration: {adviser.budget.words()}"
-    click.echo(f"scheduler extender on http://{host}:{port} (filter, prioritize, healthz){spent}", err=True)
-    web.run_app(app, host=host, port=port, print=None)
-
-
-def _at(tracker: NodeStatusTracker, end_us: int) -> Any:
-    """Node status as it was at the trace's end (the trace-fed server's status never moves)."""
-    return lambda node, kind: tracker.status(node, end_us, kind)
-
-
-def _start_feed(feed: Any) -> None:
-    from streams.errors import BrokerUnavailable, TopicMissing
-
-    try:
-        feed.start()
-    except (BrokerUnavailable, TopicMissing) as exc:
-        raise UserError(str(exc)) from None
-
-
-def same_kind(budget: object, calibrated: bool, where: str) -> None:
-    """A saved budget of the other kind than the flags ask for is one clear line: the threshold's default
-    follows --calibrated (a floor of 0 there, a z of 1.0 otherwise), so a first-come budget restored under
-    --calibrated would refuse every node above z 0, and a calibration restored without it would floor at 1.0."""
-    if isinstance(budget, CalibratedBudget) != calibrated:
-        saved, flag = ("a calibrated budget", "add --calibrated") if not calibrated else \
-            ("a first-come budget", "drop --calibrated")
-        raise UserError(f"{where} holds {saved}; {flag} or remove the file")
+advise.add_command(serve)

@@ -24,10 +24,14 @@ def parse_seeds(text: str) -> list[int]:
     try:
         if "-" in text:
             low, high = (int(part) for part in text.split("-", 1))
-            return list(range(low, high + 1))
-        return [int(part) for part in text.split(",") if part.strip()]
+            seeds = list(range(low, high + 1))
+        else:
+            seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise UserError(f"seeds must be LO-HI or a comma list of integers, not {text!r}") from None
+    if not seeds:  # "5-1" ran nothing and printed a mean over 0 seeds
+        raise UserError(f"no seed in {text!r}: give LO-HI with LO <= HI, or a comma list")
+    return seeds
 
 
 def budget_options(command: Any) -> Any:

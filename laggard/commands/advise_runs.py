@@ -301,7 +301,7 @@ def evaluate_synthetic(spec: str, seeds: list[int], tune_seeds: list[int], knobs
             warnings.simplefilter("ignore")
             target, threshold, table, mode, knobs = choose_on_tuning(
                 [load_samples(seeded(spec, seed))[0] for seed in tune_seeds], knobs)
-        running = {"off": "", "on": f", running budget {knobs.make_budget().words()[len('budget spent: '):]}",
+        running = {"off": "", "on": f", running budget {knobs.make_budget().limit_words()}",
                    "ranked": f", ranked budget (safety {knobs.rank_safety}, window {knobs.rank_window})",
                    "escalate": f", escalating budget (slope {knobs.slope}, window {knobs.rank_window})"}[mode]
         click.echo(f"chosen on seeds {tune_seeds}: label {target}, thresholds {threshold}{running}", err=True)

@@ -35,8 +35,8 @@ the budget cannot pay for is an allowance that says so (``settle`` does it for a
 >>> budgeted = Adviser(trees, 1.0, budget=RefusalBudget(share=0.5, window=10))
 >>> [budgeted.place("n7", "map", NodeStatus("n7", ts, running=14)).verdict for ts in range(4)]
 ['avoid', 'allow', 'allow', 'avoid']
->>> budgeted.place("n7", "map", NodeStatus("n7", 4, running=14)).reason
-'running tasks 14 > 10.5: expected z +1.40 > +1.00, but budget spent: 50.0 % of the last 10 placements refused'
+>>> budgeted.place("n7", "map", NodeStatus("n7", 4, running=14)).reason.partition(", but ")[2]
+'budget spent: 2 of the last 5 placements refused (at most 50.0 % of the last 10 placements, or one)'
 """
 
 from __future__ import annotations

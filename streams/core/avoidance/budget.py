@@ -15,7 +15,7 @@ across restarts (beside the node-status tracker's snapshot).
 >>> [budget.decide(ts, True) for ts in range(8)]   # a refusal wanted at every placement
 [True, False, False, False, True, False, False, False]
 >>> budget.words()
-'budget spent: 25.0 % of the last 4 placements refused'
+'budget spent: 1 of the last 4 placements refused (at most 25.0 % of the last 4 placements, or one)'
 >>> RefusalBudget.restore(budget.snapshot()).can_refuse(9) == budget.can_refuse(9)
 True
 """
@@ -85,9 +85,16 @@ class RefusalBudget:
             return f"{_duration(self.window_us)} of placements"
         return f"{self.window} placements"
 
+    def limit_words(self) -> str:
+        """``10.0 % of the last 3000 placements`` (the share it allows)."""
+        return f"{100 * self.share:.1f} % of the last {self.window_words()}"
+
     def words(self) -> str:
-        """``budget spent: 10.0 % of the last 3000 placements refused`` (the share it allows)."""
-        return f"budget spent: {100 * self.share:.1f} % of the last {self.window_words()} refused"
+        """``budget spent: 300 of the last 3000 placements refused (at most 10.0 % of the last 3000 placements,
+        or one)``: what it refused, then what it allows (it said "10.0 % ... refused" after one of one)."""
+        kept = len(self._decisions)
+        return (f"budget spent: {self._refused} of the last {kept} placement{'s' * (kept != 1)} refused (at most "
+                f"{self.limit_words()}, or one)")
 
     @property
     def refused_share(self) -> float:

@@ -114,11 +114,73 @@ def test_prioritize_scores_the_calm_node_above_the_busy_and_listed_ones(server: 
     assert scores["node-calm"] > scores["node-busy"] and scores["node-listed"] == 0
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'{"Pod": {}}', b'{"NodeNames": [3]}', b"\xff\xfe"])
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'{"Pod": {}}', b'{"NodeNames": [3]}', b"\xff\xfe",
+                                  # these were 500s with a traceback on the server's stderr
+                                  b'{"Pod": {"metadata": "x"}, "NodeNames": ["a"]}',
+                                  b'{"Pod": {"metadata": {"labels": ["a"]}}, "NodeNames": ["a"]}',
+                                  b'{"Nodes": {"items": [{"metadata": "x"}]}}'])
 def test_a_bad_body_gets_a_400_with_a_reason_and_the_server_goes_on(server: str, body: bytes) -> None:
     status, result = _post(f"{server}/filter", body)
     assert status == 400 and result["Error"]
     assert _post(f"{server}/filter", json.dumps(ARGS).encode())[0] == 200
+
+
+def test_a_node_list_of_a_large_cluster_is_read_not_refused_as_too_large(server: str) -> None:
+    """Without nodeCacheCapable the scheduler sends whole Node objects: aiohttp's 1 MiB default answered 413 (as
+    plain text) from about a hundred nodes with their images listed, and every pod failed to schedule."""
+    images = [{"names": [f"registry.example/team/image-{i}@sha256:{'0' * 64}"], "sizeBytes": 1 << 28}
+              for i in range(50)]
+    nodes = [{**_node(f"node-{n:04d}"), "status": {"images": images}} for n in range(300)]
+    body = json.dumps({"Pod": ARGS["Pod"], "Nodes": {"items": nodes}}).encode()
+    assert len(body) > 2 << 20
+    status, result = _post(f"{server}/filter", body)
+    assert status == 200 and len(result["Nodes"]["items"]) == 300
+
+
+def test_a_pod_type_with_no_tree_is_allowed_and_warned_about_once(server: str, caplog) -> None:
+    import logging
+
+    pod = {"metadata": {"annotations": {"laggard.io/task-type": "gpu"}}}
+    with caplog.at_level(logging.WARNING, logger="laggard.adapters"):
+        for _ in range(3):
+            status, result = _post(f"{server}/filter", json.dumps({"Pod": pod, "NodeNames": ["node-busy"]}).encode())
+            assert status == 200 and result["NodeNames"] == ["node-busy"]
+    warnings = [r.getMessage() for r in caplog.records if "no tree for task type 'gpu'" in r.getMessage()]
+    assert len(warnings) == 1 and "trees: map" in warnings[0] and "laggard.io/task-type" in warnings[0]
+
+
+def test_serve_judges_pods_of_no_type_by_the_pooled_tree_says_its_port_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """`advise serve --port 0` printed "http://127.0.0.1:0"; a pod without the task-type annotation, on a trace
+    whose tasks have types, got "no tree for task type 'all'": every node allowed, Score 5 for all."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    trace = "synthetic:nodes=20,slow=0,jobs=60,shape=6,interarrival=45,load=2,seed=3"  # types compute and memory
+    err = tmp_path / "serve.err"
+    with open(err, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "laggard", "advise", "serve", "--trace", trace, "--port",
+                                    "0"], stderr=out, stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while "scheduler extender on" not in err.read_text() and process.poll() is None:
+            assert time.monotonic() < deadline, err.read_text()
+            time.sleep(0.2)
+        text = err.read_text()
+        assert "all (every type: pods without the laggard.io/task-type annotation or label)" in text, text
+        port = int(text.split("scheduler extender on http://127.0.0.1:")[1].split(" ")[0])
+        assert port > 0
+        status, result = _post(f"http://127.0.0.1:{port}/filter",
+                               json.dumps({"Pod": {}, "NodeNames": ["node-01", "node-02"]}).encode())
+        assert status == 200 and result["Error"] == ""
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = err.read_text()
+    assert "no tree for task type 'all'" not in text and "scheduler extender stopped" in text
 
 
 def test_an_internal_fault_is_a_500_with_the_reason_and_the_server_goes_on(server: str) -> None:

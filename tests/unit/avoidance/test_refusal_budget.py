@@ -36,7 +36,9 @@ def test_the_budget_binds_a_loaded_cluster_to_its_share_and_says_so() -> None:
         assert sum(refused[end - 50:end]) <= 5
     spent = [a for a in advice if a.allowed]
     assert all(a.budget_spent and a.expected_z is not None and a.expected_z > 1.0 for a in spent)
-    assert spent[0].reason.endswith("but budget spent: 10.0 % of the last 50 placements refused")
+    first = advice.index(spent[0])  # what was refused out of what was placed, then what the budget allows
+    assert spent[0].reason.endswith(f"but budget spent: {sum(refused[:first])} of the last {first + 1} placements "
+                                    "refused (at most 10.0 % of the last 50 placements, or one)")
 
 
 def test_calm_placements_do_not_spend_the_budget_and_make_room_for_refusals() -> None:
@@ -53,7 +55,8 @@ def test_an_event_time_window_forgets_refusals_older_than_it() -> None:
     assert not adviser.place("node-busy", "map", _busy(0)).allowed
     assert adviser.place("node-busy", "map", _busy(30 * S)).budget_spent
     assert not adviser.place("node-busy", "map", _busy(61 * S)).allowed  # the first refusal left the window
-    assert "of the last 1 min of placements refused" in adviser.place("node-busy", "map", _busy(62 * S)).reason
+    assert adviser.place("node-busy", "map", _busy(62 * S)).reason.endswith(
+        "1 of the last 3 placements refused (at most 10.0 % of the last 1 min of placements, or one)")
 
 
 def test_a_restored_budget_decides_as_the_one_it_was_taken_of() -> None:

@@ -1,0 +1,198 @@
+"""``laggard advise serve`` (the Kubernetes scheduler-extender endpoint) and what it shares with ``advise query``:
+the adviser learned from a trace, the threshold's default, a saved budget's kind."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from laggard.commands.advise_options import (
+    budget_options,
+    calibrated_option,
+    make_budget,
+    parse_threshold,
+    target_option,
+)
+from laggard.commands.advise_runs import load_samples, train_all
+from laggard.commands.options import bootstrap_option, formats_epilog, serve_health, settings_with
+from laggard.errors import UserError
+from streams.core.avoidance.adviser import Adviser
+from streams.core.avoidance.budget import RefusalBudget
+from streams.core.avoidance.calibration import CalibratedBudget
+from streams.core.avoidance.status import NodeStatusTracker
+
+POOLED = "all"  # the tree of every type together: what a pod that names no type is judged by
+
+
+def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: str = "z",
+                 pooled: bool = False) -> tuple[Adviser, NodeStatusTracker, int, list[str]]:  # fmt: skip
+    """The adviser trained on ``spec`` (with ``pooled``, also a tree of every type together, ``all``), the node
+    tracker at its end, that end, and the task types of its samples. A trace that grows no tree is refused: an
+    adviser without one allows every node and says so only in each answer's words."""
+    default, per_type = parse_threshold(threshold)
+    tracker = NodeStatusTracker()
+    samples, _ = load_samples(spec, tracker)
+    end_us = max(s.label_us for s in samples)
+    trees = train_all(samples, depth, min_leaf, target)
+    types = sorted({s.task_type for s in samples})
+    if not trees.trees:
+        most = max(types, key=lambda kind: sum(s.task_type == kind for s in samples))
+        count = sum(s.task_type == most for s in samples)
+        raise UserError(f"no tree learned from {spec}: a tree needs {2 * min_leaf} placements of one task type, "
+                        f"and the most the trace has is {count} (type {most!r}); give a longer trace")
+    if pooled and types != [POOLED]:
+        every = train_all([replace(s, task_type=POOLED) for s in samples], depth, min_leaf, target)
+        trees.trees.update(every.trees)
+    return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us, types
+
+
+def default_threshold(threshold: str | None, target: str, calibrated: bool) -> str:
+    """``--threshold``, or its default: 1.0 on expected z, 0 (a floor) with --calibrated. A chance of straggling
+    (--target p) has no default: 1.0 there avoided nothing, whatever the trees said."""
+    if threshold is not None:
+        return threshold
+    if target == "p" and not calibrated:
+        raise UserError("--target p predicts a chance of straggling: give --threshold (e.g. 0.3, or `laggard advise "
+                        "eval`'s per-type choice as TYPE=P,...)")
+    return "0" if calibrated else "1.0"
+
+
+def same_kind(budget: object, calibrated: bool, where: str) -> None:
+    """A saved budget of the other kind than the flags ask for is one clear line: the threshold's default
+    follows --calibrated (a floor of 0 there, a z of 1.0 otherwise), so a first-come budget restored under
+    --calibrated would refuse every node above z 0, and a calibration restored without it would floor at 1.0."""
+    if isinstance(budget, CalibratedBudget) != calibrated:
+        saved, flag = ("a calibrated budget", "add --calibrated") if not calibrated else \
+            ("a first-come budget", "drop --calibrated")
+        raise UserError(f"{where} holds {saved}; {flag} or remove the file")
+
+
+@click.command("serve", epilog=formats_epilog())
+@click.option("--trace", "spec", required=True,
+              help="FORMAT:PATH the trees learn from (and node status without --kafka)")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True, help="0: a free port")
+@click.option("--threshold", default=None,
+              help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
+                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated; --target p "
+                   "needs one]")
+@target_option
+@click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
+              help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
+@click.option("--kafka", "live", is_flag=True,
+              help="keep node status live from Kafka's task-events and node-samples (settings as the adapters)")
+@bootstrap_option
+@click.option("--state", "state_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="with --kafka: node status and offsets saved here and restored at start (survives restarts)")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=None,
+              help="serve /metrics, /livez and /readyz on this port (0: none) [default: setting LAGGARD_METRICS_PORT]")
+@budget_options
+@calibrated_option
+def serve(spec: str, host: str, port: int, threshold: str | None, target: str, blacklist: Path | None, live: bool,
+          bootstrap: str | None, state_file: Path | None, metrics_port: int | None, budget_share: float,
+          budget_window: str, **calibration: Any) -> None:  # fmt: skip
+    """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize).
+
+    A pod names its task type with the `laggard.io/task-type` annotation or label; a pod without one is judged by
+    the tree of every type together (`all`). SIGINT or SIGTERM stops it (exit 0)."""
+    from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusFeed, StatusOf
+    from laggard.commands.adapter import setup_adapter_logging
+
+    if state_file is not None and not live:
+        raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
+    settings = settings_with(bootstrap, metrics_port=metrics_port)
+    calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
+    threshold = default_threshold(threshold, target, calibrated)
+    budget = make_budget(budget_share, budget_window, calibration)
+    adviser, tracker, end_us, _ = adviser_from(spec, 4, 50, threshold, target, pooled=True)
+    adviser.budget = budget
+    setup_adapter_logging()  # a pass the spent budget allows, a pod type with no tree: logged, as adapters log
+    lock = None
+    health = serve_health(settings)
+    feed: StatusFeed | None = None
+    status_of: StatusOf
+    if live:
+        status = (LiveStatus.load(state_file) if state_file else None) or LiveStatus(NodeStatusTracker())
+        if status.budget is None or budget is None:  # a saved budget (and its window) wins over the flags
+            status.budget = budget
+        elif state_file is not None:
+            same_kind(status.budget, calibrated, f"--state {state_file}")
+        adviser.budget, lock = status.budget, status.lock
+        feed = StatusFeed(settings, status, state_file, health=health)
+        _start_feed(feed)
+        click.echo(f"node status from Kafka at {settings.bootstrap_servers}, event time {status.now_us}", err=True)
+        status_of = status.status
+    else:
+        status_of = _at(tracker, end_us)
+        if health is not None:
+            health.set(None, None)
+    extender = Extender(adviser, status_of, BlacklistFile(blacklist), lock)
+    click.echo(_trees_line(adviser), err=True)
+    try:
+        asyncio.run(_serve(extender, host, port, _budget_words(adviser)))
+    finally:
+        if feed is not None:
+            feed.stop()
+
+
+def _trees_line(adviser: Adviser) -> str:
+    """Which tree judges which pods, at which threshold (a threshold of 1 on a chance never avoids)."""
+    parts = []
+    for kind in sorted(adviser.trees.trees, key=lambda k: (k == POOLED, k)):
+        limit = adviser.threshold_for(kind)
+        never = ", never avoids" if adviser.label == "p" and limit >= 1.0 else ""
+        who = " (every type: pods without the laggard.io/task-type annotation or label)" if kind == POOLED else ""
+        parts.append(f"{kind}{who} at {limit:g}{never}")
+    return f"trees ({'chance of straggling' if adviser.label == 'p' else 'expected z'}): {'; '.join(parts)}"
+
+
+def _budget_words(adviser: Adviser) -> str:
+    if isinstance(adviser.budget, RefusalBudget):
+        return f"; refusal budget: at most {adviser.budget.limit_words()}"
+    if adviser.budget is not None:
+        return f"; online calibration: {adviser.budget.words()}"
+    return ""
+
+
+async def _serve(extender: Any, host: str, port: int, budget: str) -> None:
+    """Bind, say where (the bound port: --port 0 said 0), serve until SIGINT or SIGTERM, then stop cleanly."""
+    from aiohttp import web
+
+    runner = web.AppRunner(extender.app())
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise UserError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    bound = port or next(iter(runner.addresses))[1]
+    click.echo(f"scheduler extender on http://{host}:{bound} (filter, prioritize, healthz){budget}", err=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+    click.echo("scheduler extender stopped", err=True)
+
+
+def _at(tracker: NodeStatusTracker, end_us: int) -> Any:
+    """Node status as it was at the trace's end (the trace-fed server's status never moves)."""
+    return lambda node, kind: tracker.status(node, end_us, kind)
+
+
+def _start_feed(feed: Any) -> None:
+    from streams.errors import BrokerUnavailable, TopicMissing
+
+    try:
+        feed.start()
+    except (BrokerUnavailable, TopicMissing) as exc:
+        raise UserError(str(exc)) from None
