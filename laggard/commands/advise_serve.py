@@ -45,6 +45,10 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
         count = sum(s.task_type == most for s in samples)
         raise UserError(f"no tree learned from {spec}: a tree needs {2 * min_leaf} placements of one task type, "
                         f"and the most the trace has is {count} (type {most!r}); give a longer trace")
+    unknown = sorted(set(per_type) - set(trees.trees) - ({POOLED} if pooled else set()))
+    if unknown:  # a threshold no tree reads was silently ignored
+        raise UserError(f"--threshold names task type(s) with no tree in {spec}: {', '.join(unknown)} (trees: "
+                        f"{', '.join(sorted(trees.trees))})")
     if pooled and types != [POOLED]:
         every = train_all([replace(s, task_type=POOLED) for s in samples], depth, min_leaf, target)
         trees.trees.update(every.trees)

@@ -109,7 +109,8 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
                  ["eval", "--trace", SMALL, "--seeds", "5-1"],  # ran nothing: "mean over 0 seeds", exit 0
                  # a chance of straggling under the z default 1.0: nothing could ever be avoided
                  ["query", "--trace", SMALL, "--node", "node-04", "--type", "compute", "--target", "p"],
-                 ["serve", "--trace", SMALL, "--target", "p"]):  # fmt: skip
+                 ["serve", "--trace", SMALL, "--target", "p"],
+                 ["query", "--trace", SMALL, "--node", "node-04", "--type", "compute", "--threshold", "gpu=0.1,1"]):
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")
