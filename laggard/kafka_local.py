@@ -324,6 +324,14 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
     broker.pid_file.write_text(str(process.pid))
+    try:
+        return _wait_until_up(broker, process, timeout_s)
+    except KeyboardInterrupt:  # Ctrl-C while it starts: nothing left running (it went on in the background)
+        stop(broker)
+        raise
+
+
+def _wait_until_up(broker: Broker, process: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, bool]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

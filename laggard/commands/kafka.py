@@ -25,6 +25,9 @@ def _broker_options(func):  # type: ignore[no-untyped-def]
 
 def _broker(port: int, controller_port: int | None, data_dir: Path | None,
             security: kafka_local.Security | None = None) -> kafka_local.Broker:
+    if controller_port is None and port == 65535:  # PORT + 1 is no port: a traceback from bind()
+        raise click.BadParameter("65535 leaves no PORT + 1 for the controller: give --controller-port",
+                                 param_hint="--port")
     return kafka_local.Broker(port=port, controller_port=controller_port or port + 1, data_dir=data_dir,
                               security=security)
 

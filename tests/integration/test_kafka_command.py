@@ -32,3 +32,33 @@ def test_start_on_the_port_of_another_broker_names_it_and_starts_nothing(bootstr
     assert f"--bootstrap 127.0.0.1:{port}" in result.stderr and "Traceback" not in result.stderr
     assert not (data / "broker.pid").exists() and not list(data.rglob("server.properties"))
 
+
+def test_ctrl_c_while_the_broker_starts_leaves_nothing_running(tmp_path: Path) -> None:
+    """A Ctrl-C a second into `kafka start` printed "Aborted!" and left the broker's JVM running in the background
+    (it has a session of its own), where `kafka status` then found it."""
+    import signal
+    import time
+
+    from laggard import kafka_local
+
+    port, controller = kafka_local.free_ports(2)
+    data = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "laggard", "kafka", "start", "--port", str(port), "--controller-port",
+               str(controller), "--data-dir", str(data)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    broker = kafka_local.Broker(port=port, controller_port=controller, data_dir=data)
+    deadline = time.monotonic() + 60
+    while not broker.pid_file.exists():  # the JVM was launched; it answers seconds later
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    pid = int(broker.pid_file.read_text())
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=90)
+    assert process.returncode != 0 and "Traceback" not in err, err
+    assert kafka_local.status(broker) is None and not kafka_local.port_open(port)
+    try:  # a zombie (exited, its parent gone, and this machine's init reaps none) is not running
+        alive = not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+    except FileNotFoundError:
+        alive = False
+    assert not alive, f"the broker's JVM {pid} is still running"
+

@@ -61,3 +61,13 @@ def test_status_of_a_broker_that_is_not_running_exits_3_and_names_the_data_dir(t
     assert result.exit_code == 3
     assert f"not running from data dir {tmp_path}" in result.output
     assert "answers" not in result.output  # nothing listens on a free port
+
+
+def test_the_last_port_without_a_controller_port_is_a_usage_error_not_a_bind_traceback(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from laggard.cli import cli
+
+    result = CliRunner().invoke(cli, ["kafka", "start", "--port", "65535", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "give --controller-port" in result.output and result.exception is not None
+    assert not list(tmp_path.iterdir())  # nothing written, nothing started
