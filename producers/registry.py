@@ -199,6 +199,7 @@ class Trace:
         self.tasks = 0
         self.finished: Counter[str] = Counter()
         self._jobs: set[str] = set()
+        self._first_of_job = False  # whether the last event read was its job's first
 
     @property
     def jobs(self) -> int:
@@ -225,8 +226,22 @@ class Trace:
                 self.tasks += 1
             elif isinstance(event, TaskFinish):
                 self.finished[event.status.value] += 1
+            self._first_of_job = event.job_id not in jobs
             jobs.add(event.job_id)
             yield event
+
+    def uncount(self, event: Event) -> None:
+        """Take back the counts of ``event``, the last one read, which its reader did not use (a replay
+        interrupted between reading an event and sending it): the summary counts what was sent."""
+        self.events -= 1
+        if isinstance(event, TaskStart):
+            self.tasks -= 1
+        elif isinstance(event, TaskFinish):
+            self.finished[event.status.value] -= 1
+            if not self.finished[event.status.value]:
+                del self.finished[event.status.value]
+        if self._first_of_job:
+            self._jobs.discard(event.job_id)
 
     def summary(self) -> dict[str, Any]:
         """The counters as one JSON-ready document."""

@@ -114,6 +114,7 @@ class ReplayResult:
     events: int
     seconds: float
     interrupted: bool
+    unsent: Event | None = None  # read, then interrupted before its send: not among ``events``
 
     @property
     def events_per_second(self) -> float:
@@ -154,14 +155,17 @@ def replay(
     started = time.perf_counter()
     count = 0
     interrupted = False
+    unsent: Event | None = None
     guard = interrupts if interrupts is not None else Interrupts()
     try:
         for event in events if limit != 0 else ():
+            unsent = event
             if pacer is not None:
                 pacer.wait(event.ts_us)
             guard.sending = True
             sink.send(event)
             count += 1
+            unsent = None
             guard.sending = False
             if guard.signal is not None:
                 raise KeyboardInterrupt
@@ -173,7 +177,7 @@ def replay(
         interrupted = True
     finally:
         sink.close()
-    return ReplayResult(count, time.perf_counter() - started, interrupted)
+    return ReplayResult(count, time.perf_counter() - started, interrupted, unsent if interrupted else None)
 
 
 def __getattr__(name: str) -> object:

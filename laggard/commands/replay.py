@@ -174,8 +174,9 @@ def _run(trace: Trace, sink: Sink, pacer: Pacer, limit: int | None, interrupts: 
             progress.update(bar, completed=count, description=f"{count:,} events, {rate:,.0f}/s")
 
         result = replay_events(trace, sink, pacer, limit, show, interrupts=interrupts)
+    if result.unsent is not None:  # read when Ctrl-C came, never handed to the sink: not in the summary's counts
+        trace.uncount(result.unsent)
     summary = trace.summary()
-    summary["events"] = result.events  # handed to the sink: one more may have been read when Ctrl-C came
     summary.update(seconds=round(result.seconds, 3), events_per_second=round(result.events_per_second, 1))
     summary["limit"] = limit
     summary["interrupted"] = result.interrupted

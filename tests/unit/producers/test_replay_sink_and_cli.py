@@ -166,6 +166,45 @@ def test_sigterm_ends_a_replay_as_ctrl_c_does_with_its_summary_and_a_non_zero_ex
     assert process.returncode == 128 + signal.SIGTERM, err
     sent = int(re.search(r"interrupted: ([\d,]+) events sent, the rest of the trace not", err)[1].replace(",", ""))
     assert 0 < sent < 200_000 and len(out.splitlines()) + 1 == sent  # what was written, exactly: no event in between
+    starts = int(re.search(r"events \(([\d,]+) task starts", err)[1].replace(",", ""))
+    assert starts == out.count('"type":"TaskStart"'), err  # the event read when the signal came is not counted
+
+
+def test_the_summary_of_an_interrupted_replay_counts_what_was_sent_not_the_event_read_before_ctrl_c() -> None:
+    """Ctrl-C during the pacer's wait for an event left that event counted among the summary's task starts,
+    finishes and jobs (one more than written), though not among its events."""
+    from laggard.commands.replay import _run
+    from producers.registry import open_trace
+    from producers.sink import Interrupts
+
+    class Sent:
+        def __init__(self) -> None:
+            self.events: list = []
+
+        def send(self, event) -> None:  # type: ignore[no-untyped-def]
+            self.events.append(event)
+
+        def close(self) -> None:
+            pass
+
+    spec = "synthetic:nodes=4,jobs=3,tasks=2,seed=1"
+    for stop_at in range(1, len(list(open_trace(spec))) + 1):  # each event (every kind, a job's first) read last
+        class CtrlC:
+            def __init__(self, at: int) -> None:
+                self.waits, self.at = 0, at
+
+            def wait(self, ts_us: int) -> None:
+                self.waits += 1
+                if self.waits == self.at:
+                    raise KeyboardInterrupt
+
+        sink, trace = Sent(), open_trace(spec)
+        summary = _run(trace, sink, CtrlC(stop_at), None, Interrupts())  # type: ignore[arg-type]
+        sent = sink.events
+        assert summary["interrupted"] and summary["events"] == len(sent) == stop_at - 1
+        assert summary["tasks"] == sum(type(e).__name__ == "TaskStart" for e in sent)
+        assert sum(summary["finished"].values()) == sum(type(e).__name__ == "TaskFinish" for e in sent)
+        assert summary["jobs"] == len({e.job_id for e in sent})
 
 
 def test_a_signal_during_a_send_waits_for_its_count_and_a_second_does_not() -> None:
