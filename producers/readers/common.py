@@ -87,10 +87,11 @@ _DAMAGE = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def open_text(path: Path) -> io.TextIOBase:
-    """A text handle on ``path``, decompressing ``.gz`` files as they stream (damage is an OSError naming it)."""
+    """A text handle on ``path``, decompressing ``.gz`` files as they stream (damage is an OSError naming it); a
+    byte-order mark (a spreadsheet's "CSV UTF-8" export) is not part of the first column's name."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(_NamedGzipFile(path, "rb"), encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
+        return io.TextIOWrapper(_NamedGzipFile(path, "rb"), encoding="utf-8-sig", newline="")
+    return path.open(encoding="utf-8-sig", newline="")
 
 
 def csv_rows(path: Path) -> Iterator[tuple[int, list[str]]]:

@@ -147,6 +147,17 @@ def test_a_csv_row_without_a_node_is_a_bad_row_not_a_task_on_node_empty(tmp_path
     assert '"node_id":""' not in result.stdout and "empty job_id, task_id or node_id" in result.output
 
 
+def test_a_csv_saved_with_a_byte_order_mark_reads_as_without_it(tmp_path: Path) -> None:
+    """Excel's "CSV UTF-8" starts the file with a BOM: its header "lacked column(s) job_id"."""
+    text = "job_id,task_id,node_id,start_us,end_us,status\nj1,t6,n1,1000000,6000000,SUCCEEDED\n"
+    plain, marked = tmp_path / "plain.csv", tmp_path / "marked.csv"
+    plain.write_text(text)
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    results = [_run("--trace", f"csv:{path}", "--sink", "stdout") for path in (plain, marked)]
+    assert [r.exit_code for r in results] == [0, 0], results[1].output
+    assert results[0].stdout == results[1].stdout and '"job_id":"j1"' in results[1].stdout
+
+
 def test_sigterm_ends_a_replay_as_ctrl_c_does_with_its_summary_and_a_non_zero_exit() -> None:
     """A Kubernetes replay Job deleted mid-run gets SIGTERM: the replay died by the signal, with no summary and no
     flush. Now it stops as on Ctrl-C (the sink closed, the summary printed) and exits 128 + 15."""
