@@ -175,6 +175,15 @@ class Settings(BaseSettings):
                 self.window_size_s, self.wait_for_job_events)
         return self
 
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _addresses(cls, value: str) -> str:
+        # LAGGARD_BOOTSTRAP_SERVERS=garbage said "no Kafka broker answers at garbage ... connection refused"
+        problem = address_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @field_validator("allow_list", "deny_list", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
@@ -219,3 +228,19 @@ class Settings(BaseSettings):
             options["sasl_plain_username"] = self.sasl_username
             options["sasl_plain_password"] = self.sasl_password
         return options
+
+
+def address_problem(bootstrap: str) -> str | None:
+    """Why ``bootstrap`` is not a list of HOST:PORT (ports 1-65535), or None.
+
+    >>> address_problem("127.0.0.1:9092,kafka-1:9093") is None
+    True
+    >>> address_problem("127.0.0.1:99999")
+    "'127.0.0.1:99999' is not HOST:PORT with a port from 1 to 65535"
+    """
+    for address in bootstrap.split(","):
+        host, sep, port = address.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            return f"{address!r} is not HOST:PORT with a port from 1 to 65535"
+    return None
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 import os
 import re
 import sys
@@ -42,7 +43,7 @@ def settings_with(bootstrap: str | None = None, **overrides: Any) -> Settings:
         _check_settings_file(Path(env_file))
         given["_env_file"] = env_file
     _warn_unknown_variables()
-    if bootstrap:
+    if bootstrap is not None:  # --bootstrap "" fell back to the setting, silently
         _check_address(bootstrap)
         given["bootstrap_servers"] = bootstrap
     try:
@@ -108,10 +109,25 @@ def _check_settings_file(path: Path) -> None:
 
 
 def _check_address(bootstrap: str) -> None:
-    for address in bootstrap.split(","):
-        host, sep, port = address.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise click.BadParameter(f"{address!r} is not HOST:PORT", param_hint="--bootstrap")
+    from streams.settings import address_problem
+
+    problem = address_problem(bootstrap)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--bootstrap")
+
+
+class PositiveFinite(click.FloatRange):
+    """A number above 0 that is a number: ``nan`` passed ``FloatRange(min=0, min_open=True)`` (no comparison holds
+    for it) and ``inf`` did too; both meant "as fast as possible" to a pacer."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 class FloorType(click.ParamType):

@@ -13,7 +13,7 @@ from typing import Any
 import click
 import orjson
 
-from laggard.commands.options import bootstrap_option, formats_epilog, refuse_unusable, settings_with
+from laggard.commands.options import PositiveFinite, bootstrap_option, formats_epilog, refuse_unusable, settings_with
 from laggard.commands.traces import open_trace_or_fail
 from laggard.errors import UserError
 from producers.registry import Trace
@@ -41,14 +41,14 @@ from streams.errors import BrokerUnavailable
 )
 @click.option(
     "--speed",
-    type=click.FloatRange(min=0, min_open=True),
+    type=PositiveFinite(),
     default=None,
     metavar="X",
     help="Follow the trace's clock, X times faster [default: as fast as possible].",
 )
 @click.option(
     "--max-rate",
-    type=click.FloatRange(min=0, min_open=True),
+    type=PositiveFinite(),
     default=None,
     metavar="N",
     help="At most N events per second.",

@@ -114,6 +114,10 @@ def test_bad_rows_are_shown_with_file_and_line(tmp_path: Path) -> None:
         (["--trace", "synthetic:", "--sink", "stdout", "--json"], 2, "both write to stdout"),
         (["--trace", "synthetic:", "--sink", "null", "--speed", "0"], 2, "--speed"),
         (["--trace", "synthetic:", "--bootstrap", "nohostport"], 2, "is not HOST:PORT"),
+        (["--trace", "synthetic:", "--bootstrap", ""], 2, "'' is not HOST:PORT"),  # fell back to the setting
+        (["--trace", "synthetic:", "--bootstrap", "h:99999"], 2, "with a port from 1 to 65535"),
+        (["--trace", "synthetic:", "--sink", "null", "--speed", "nan"], 2, "'nan' is not a finite number"),
+        (["--trace", "synthetic:", "--sink", "null", "--max-rate", "inf"], 2, "'inf' is not a finite number"),
         (["--sink", "null"], 2, "Missing option '--trace'"),
     ],
 )
@@ -243,3 +247,13 @@ def test_a_signal_during_a_send_waits_for_its_count_and_a_second_does_not() -> N
     again(2, None)  # waits
     with pytest.raises(KeyboardInterrupt):
         again(2, None)  # the user insists
+
+
+def test_a_bootstrap_setting_that_is_no_address_is_one_line_before_any_connection(monkeypatch) -> None:
+    """LAGGARD_BOOTSTRAP_SERVERS=garbage said "no Kafka broker answers at garbage ... connection refused", where
+    --bootstrap garbage was refused as no HOST:PORT."""
+    monkeypatch.setenv("LAGGARD_BOOTSTRAP_SERVERS", "garbage")
+    result = _run("--trace", "synthetic:nodes=4,jobs=1")
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "invalid setting LAGGARD_BOOTSTRAP_SERVERS='garbage': 'garbage' is not HOST:PORT" in result.stderr
+
