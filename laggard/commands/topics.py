@@ -33,6 +33,11 @@ def create(bootstrap: str | None, partitions: int | None) -> None:
     problem = kafka_clients.copartitioning_problem(settings, counts)
     if problem:
         click.echo(f"warning: {problem}", err=True)
+    kept = [topic.name for topic in TOPICS if result[topic.name] == "exists" and topic.partitions is None
+            and partitions is not None and counts.get(topic.name) not in (None, partitions)]
+    if kept:  # --partitions 3 on topics of 2 said only "exists ... partitions=2"
+        click.echo(f"warning: --partitions {partitions} not applied to existing {', '.join(kept)}: a topic keeps its "
+                   "count (`laggard topics delete` first to start over with another)", err=True)
 
 
 @topics.command(name="list")
