@@ -262,7 +262,8 @@ def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
     from kafka.errors import KafkaError
 
     try:
-        client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms)
+        client = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=timeout_ms,
+                                  bootstrap_timeout_ms=timeout_ms)  # its default, 30 s, against a non-Kafka port
     except (KafkaError, OSError):
         return False
     try:
@@ -291,8 +292,9 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
         # not a broker of this data directory stopping (it would have to be dead to be started again): at once
         raise KafkaLocalError(f"a Kafka broker already answers on 127.0.0.1:{broker.port}, not the one of "
                               f"{broker.home}: use it (--bootstrap 127.0.0.1:{broker.port}), or choose another --port")
+    ours = broker.pid_file.exists()  # a broker of this directory may have died a moment ago: give its ports time
     for port in (broker.port, broker.controller_port, *extra):
-        if _still_open(port):
+        if _still_open(port, 15.0 if ours else 0.0):
             raise KafkaLocalError(f"port {port} is already in use by another process; choose other ports")
         if not _port_bindable(port):
             raise KafkaLocalError(

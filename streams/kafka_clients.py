@@ -241,11 +241,17 @@ def await_partitions(client: KafkaConsumer, topics: tuple[str, ...], timeout_s: 
         time.sleep(0.5)
 
 
+ADMIN_BOOTSTRAP_S = 10.0  # kafka-python's default, 30 s, is what a port held by another service took to fail
+
+
 def admin(settings: Settings, **overrides: Any) -> KafkaAdminClient:
+    options = {"bootstrap_timeout_ms": int(ADMIN_BOOTSTRAP_S * 1000), **overrides}
     try:
-        return KafkaAdminClient(**_common(settings), **overrides)
-    except KafkaTimeoutError as exc:
-        raise BrokerUnavailable(settings.bootstrap_servers) from exc
+        return KafkaAdminClient(**_common(settings), **options)
+    except KafkaTimeoutError as exc:  # the port accepted connections (``probe``): something answered, not Kafka
+        raise BrokerUnavailable(settings.bootstrap_servers, f"it accepts connections but answered no Kafka request "
+                                f"within {options['bootstrap_timeout_ms'] / 1000:g} s (another service on that "
+                                "port?)") from exc
 
 
 def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:

@@ -71,3 +71,24 @@ def test_the_last_port_without_a_controller_port_is_a_usage_error_not_a_bind_tra
     result = CliRunner().invoke(cli, ["kafka", "start", "--port", "65535", "--data-dir", str(tmp_path)])
     assert result.exit_code == 2 and "give --controller-port" in result.output and result.exception is not None
     assert not list(tmp_path.iterdir())  # nothing written, nothing started
+
+
+def test_a_port_held_by_another_service_is_named_as_such_not_waited_on_for_half_a_minute() -> None:
+    """An HTTP server where the broker should be: `topics list` waited kafka-python's 30 s bootstrap and said only
+    "no Kafka broker answers"; `kafka start` waited 45 s before "in use by another process"."""
+    import http.server
+    import threading
+
+    from click.testing import CliRunner
+
+    from laggard.cli import cli
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = CliRunner().invoke(cli, ["topics", "list", "--bootstrap", f"127.0.0.1:{server.server_port}"])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "accepts connections but answered no Kafka request within 10 s (another service on that port?)" in \
+        str(result.exception)  # what `laggard`'s entry point prints in one line
