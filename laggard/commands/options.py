@@ -208,10 +208,12 @@ def formats_epilog() -> str:
 
 
 def refuse_unusable(spec: str, trace: Any) -> None:
-    """A trace that had rows but gave no event: every row bad (most likely read in the wrong format), or skipped
-    (e.g. a slice of Google 2011 from before the trace's start), or both. Say which, and fail."""
+    """A trace that gave no event: it had no rows, or every row was bad (most likely read in the wrong format), or
+    skipped (e.g. a slice of Google 2011 from before the trace's start), or both. Say which, and fail."""
     stats = trace.stats
-    if trace.events or not (stats.bad_rows or stats.skipped):
+    if not (trace.events or stats.bad_rows or stats.skipped):  # a header and no row: replay said "0 events", exit 0
+        raise UserError(f"no event in {spec}: it holds no rows")
+    if trace.events:
         return
     first = stats.bad_examples[0].reason if stats.bad_examples else "no example kept"
     if not stats.skipped:  # rows that were skipped parsed: the format was right

@@ -159,9 +159,7 @@ def rank(tasks: Path | None, trace: str | None, policy: str | None, min_tasks: i
 
 def _why_empty(source: Any) -> tuple[str, ...]:
     """Why an empty ranking is empty when the generic reason would mislead: events, but no task finished on a node
-    (a format of job events only names none)."""
-    if not source.events:
-        return ("nothing to rank: the trace held no event",)
+    (a format of job events only names none). A trace of no event was refused before (``refuse_unusable``)."""
     if not source.tasks:
         return ("nothing to rank: no task of this trace ran on a node (a format with job events only, such as "
                 "alibaba2017-tasks, names no node)",)
