@@ -165,6 +165,9 @@ def _instance_rows(file: Path, parse: Callable[[list[str], int], Instance], stat
         if inst.start_us is None:
             stats.skip("instance never started, or started before the trace")
             continue
+        if not inst.node_id:  # an event on node "" is refused downstream (validate): say why here
+            stats.skip("instance placed on no machine (empty machine_id)")
+            continue
         if inst.end_us is not None and inst.end_us < inst.start_us:
             stats.bad(file, line, f"ends before it starts ({inst.end_us} < {inst.start_us} us)")
             continue

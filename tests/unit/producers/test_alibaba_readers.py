@@ -26,6 +26,7 @@ ROWS_2018 = [
     "ins_5,M1,j_2,12,Waiting,0,0,,1,1,,,,",
     "ins_6,M1,j_2,12,Interupted,310,320,m_1,1,1,10.0,20.0,0.1,0.1",
     "ins_7,M1,j_2,12,Cancelled,305,306,m_2,1,1,10.0,20.0,0.1,0.1",
+    "ins_8,M1,j_2,12,Terminated,330,340,,1,1,10.0,20.0,0.1,0.1",  # no machine: refused downstream, skipped here
 ]
 # cluster-trace-v2017 schema.csv, batch_instance: start_timestamp, end_timestamp, job id, task id, machine id,
 # status, sequence number, total sequence number, max/avg real cpu, max/avg normalized memory
@@ -61,7 +62,8 @@ def test_2018_instances_become_tasks_of_their_alibaba_task_in_time_order(tmp_pat
     statuses = Counter(e.status for e in events if isinstance(e, TaskFinish))
     assert statuses == {Status.SUCCEEDED: 3, Status.FAILED: 1, Status.KILLED: 2}
     assert not any(isinstance(e, TaskFinish) and e.task_id == "ins_4" for e in events)  # still running
-    assert stats.skipped == 2  # the Waiting instance never started; the Running one has no finish
+    assert stats.skipped == 3  # the Waiting instance never started; the Running one has no finish; ins_8 no machine
+    assert stats.skip_reasons["instance placed on no machine (empty machine_id)"] == 1
     assert stats.bad_rows == 0
     assert all(validate(e) is None for e in events)
 
