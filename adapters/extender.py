@@ -127,11 +127,11 @@ class Extender:
                  lock: Any = None) -> None:  # fmt: skip
         self.adviser, self.status_of, self.listed = adviser, status_of, listed
         self.lock = lock if lock is not None else contextlib.nullcontext()
-        self._untreed: set[str] = set()  # task types asked for that have no tree (each warned about once)
+        self._untreed: set[str] = set()  # task types asked for with no tree (each warned about once; 100 at most)
 
     def _advice(self, verb: str, task_type: str, names: list[str]) -> list[Advice]:
         self.adviser.listed = frozenset(self.listed())
-        if task_type not in self.adviser.trees.trees and task_type not in self._untreed:
+        if task_type not in self.adviser.trees.trees and task_type not in self._untreed and len(self._untreed) < 100:
             self._untreed.add(task_type)  # its pods pass every node but the listed ones: an operator must know
             log.warning("no tree for task type %r (trees: %s): its pods are allowed on every node not listed; "
                         "name a pod's type with the %s annotation or label", task_type,

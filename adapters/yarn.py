@@ -130,7 +130,12 @@ class YarnApplier:
         if self.host_map is not None and (unmapped := sorted(change.after - self.host_map.keys())):
             log.warning("not in the host map, written under their own names: %s", ", ".join(unmapped))
         if self.health_dir is not None:
-            self._sync_flags(change, hosts)
+            try:
+                self._sync_flags(change, hosts)
+            except OSError as exc:  # a file where the directory should be, a parent it may not write in
+                where = exc.filename or self.health_dir
+                raise ApplyError(f"cannot keep health flags in {self.health_dir}: {exc.strerror or exc}: {where}") \
+                    from exc
         if self.exclude_file is not None:
             text = render_xml(hosts) if self._format == "xml" else render_plain(hosts)
             log.info(
@@ -191,10 +196,7 @@ class YarnApplier:
             if flag.name not in hosts and flag.is_file() and _written_by_laggard(flag):
                 log.info("%sremove flag %s", prefix(self.dry_run), flag)
                 if not self.dry_run:
-                    try:
-                        flag.unlink(missing_ok=True)
-                    except OSError as exc:
-                        raise ApplyError(f"cannot remove {flag}: {exc.strerror or exc}") from exc
+                    flag.unlink(missing_ok=True)
 
 
 def summary(output: str, lines: int = 3) -> str:

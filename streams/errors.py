@@ -13,6 +13,11 @@ class BrokerUnavailable(RuntimeError):
         super().__init__(message + (f": {detail}" if detail else ""))
 
 
+class BrokerSilent(BrokerUnavailable):
+    """Something accepts connections at the address but answered no Kafka request in time: another service on the
+    port, or a broker still starting (``wait_for_broker`` waits for it)."""
+
+
 class TopicMissing(RuntimeError):
     """A topic laggard reads does not exist on the broker."""
 

@@ -20,7 +20,7 @@ from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 from kafka.structs import TopicPartition
 
 from streams.core.events import BlacklistSnapshot
-from streams.errors import BrokerRefused, BrokerUnavailable, TopicMissing
+from streams.errors import BrokerRefused, BrokerSilent, BrokerUnavailable, TopicMissing
 from streams.serde import codec
 from streams.serde.topics import BLACKLIST_SNAPSHOT, CO_PARTITIONED, TOPICS, Topic
 from streams.settings import Settings
@@ -249,9 +249,9 @@ def admin(settings: Settings, **overrides: Any) -> KafkaAdminClient:
     try:
         return KafkaAdminClient(**_common(settings), **options)
     except KafkaTimeoutError as exc:  # the port accepted connections (``probe``): something answered, not Kafka
-        raise BrokerUnavailable(settings.bootstrap_servers, f"it accepts connections but answered no Kafka request "
-                                f"within {options['bootstrap_timeout_ms'] / 1000:g} s (another service on that "
-                                "port?)") from exc
+        raise BrokerSilent(settings.bootstrap_servers, f"it accepts connections but answered no Kafka request "
+                           f"within {options['bootstrap_timeout_ms'] / 1000:g} s (another service on that "
+                           "port?)") from exc
 
 
 def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:
@@ -263,13 +263,16 @@ def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     last = ""
     while time.monotonic() < deadline:
+        left_ms = max(1000, int((deadline - time.monotonic()) * 1000))  # a broker still starting gets all of it
         try:
-            client = admin(settings, request_timeout_ms=5000)
+            client = admin(settings, request_timeout_ms=5000, bootstrap_timeout_ms=left_ms)
             try:
                 client.list_topics()
                 return
             finally:
                 client.close()
+        except BrokerSilent as exc:
+            raise exc from None  # silent for the whole wait: another service on the port
         except (KafkaError, OSError) as exc:
             last = str(exc)
             time.sleep(0.5)

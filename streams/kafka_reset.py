@@ -7,8 +7,8 @@ the same.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from kafka import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
 
 from streams.kafka_clients import admin
@@ -28,51 +28,63 @@ INTERNAL = ("checkpoints", "predict-checkpoints", "normalise-checkpoints-changel
             "predict-checkpoints-changelog", "__assignor-__leader")
 
 
-def deployment_topics(settings: Settings) -> list[str]:
-    """The topics on the broker that belong to laggard under this app id: the registry's, and the workers' own
-    (``INTERNAL``), sorted."""
+@dataclass(frozen=True)
+class Plan:
+    """What ``laggard topics delete`` finds on the broker: the deployment's topics there, its groups there, the
+    groups with members reading any of those topics (whatever their app id), and the checkpoint topics of other
+    deployments (which read the same registry topics, with no member right now perhaps)."""
+
+    topics: list[str]
+    groups: list[str]
+    readers: dict[str, list[str]]  # group -> the doomed topics its members subscribe to or hold
+    others: list[str]
+
+
+def plan(settings: Settings, names: tuple[str, ...] = ()) -> Plan:
+    """The deletion of ``names`` (all the deployment's topics and groups when empty) as the broker stands now."""
     client = admin(settings)
     try:
-        names = set(client.list_topics())
+        present = set(client.list_topics())
+        ours = {topic.name for topic in TOPICS} | {f"{settings.app_id}-{suffix}" for suffix in INTERNAL}
+        topics = sorted(present & (set(names) if names else ours))
+        known = {entry["group_id"] for entry in client.list_groups()}
+        groups = [] if names else [group for group in app_groups(settings) if group in known]
+        described = client.describe_groups(sorted(known)) if known else {}
     finally:
         client.close()
-    ours = {topic.name for topic in TOPICS} | {f"{settings.app_id}-{suffix}" for suffix in INTERNAL}
-    return sorted(names & ours)
+    readers = {}
+    for group, info in sorted(described.items()):
+        read = set()
+        for member in info.get("members") or ():
+            metadata, assignment = member.get("member_metadata"), member.get("member_assignment")
+            if isinstance(metadata, dict):
+                read |= set(metadata.get("topics") or ())
+            if isinstance(assignment, dict):
+                read |= {part.get("topic") for part in assignment.get("assigned_partitions") or ()}
+            if not isinstance(metadata, dict) and group in app_groups(settings):
+                read |= set(topics)  # a member of this deployment whose subscription did not decode: assume all
+        if read & set(topics):
+            readers[group] = sorted(read & set(topics))
+    own = {f"{settings.app_id}-checkpoints", f"{settings.app_id}-predict-checkpoints"}
+    others = sorted(name for name in present if name.endswith("-checkpoints") and name not in own
+                    and not name.endswith("-changelog"))
+    return Plan(topics, groups, readers, others)
 
 
-def busy_groups(settings: Settings, groups: tuple[str, ...]) -> dict[str, int]:
-    """Group -> its members now, for those of ``groups`` with any (a worker still running)."""
+def delete(settings: Settings, chosen: Plan, timeout_s: float = 30.0) -> dict[str, str]:
+    """Delete the plan's topics and groups (their committed offsets), then wait until the broker no longer lists
+    the topics, so that they can be created again at once. Returns each group's outcome ("OK", or the error)."""
     client = admin(settings)
     try:
-        present = _present(client, groups)
-        described = client.describe_groups(present) if present else {}
-    finally:
-        client.close()
-    return {group: len(info.get("members") or ()) for group, info in described.items() if info.get("members")}
-
-
-def delete_deployment(settings: Settings, topics: list[str], groups: tuple[str, ...],
-                      timeout_s: float = 30.0) -> list[str]:
-    """Delete ``topics`` and the consumer groups of ``groups`` that exist (their committed offsets), then wait until
-    the broker no longer lists the topics, so that they can be created again at once. Returns the groups deleted."""
-    client = admin(settings)
-    try:
-        if topics:
-            client.delete_topics(topics, timeout_ms=int(timeout_s * 1000))
-        present = _present(client, groups)
-        outcomes = client.delete_groups(present) if present else {}
+        if chosen.topics:
+            client.delete_topics(chosen.topics, timeout_ms=int(timeout_s * 1000))
+        outcomes = {group: str(outcome) for group, outcome in client.delete_groups(chosen.groups).items()} \
+            if chosen.groups else {}
         deadline = time.monotonic() + timeout_s
-        while set(topics) & set(client.list_topics()):
+        while left := sorted(set(chosen.topics) & set(client.list_topics())):
             if time.monotonic() > deadline:
-                left = sorted(set(topics) & set(client.list_topics()))
                 raise KafkaTimeoutError(f"the broker still lists {', '.join(left)} after {timeout_s:.0f} s")
             time.sleep(0.3)
-        return [group for group, outcome in outcomes.items() if outcome == "OK"]
+        return outcomes
     finally:
         client.close()
-
-
-def _present(client: KafkaAdminClient, groups: tuple[str, ...]) -> list[str]:
-    """The groups of ``groups`` the broker knows (asking a coordinator of a broker that never had a group fails)."""
-    known = {entry["group_id"] for entry in client.list_groups()}
-    return [group for group in groups if group in known]

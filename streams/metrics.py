@@ -1,9 +1,10 @@
 """Prometheus metrics of every long-running laggard process (the worker, each adapter), all named ``laggard_*``.
 
 The metrics live in prometheus_client's default registry, as that library intends: a process declares them by
-importing this module and serves them with ``streams.health.serve``. The ranking's own unlabelled series (its
-duration, lag, nodes seen, version published, seeks back) are registered only by a worker (``for_worker``): an
-adapter's /metrics said "laggard_delta_version_published 0" of versions it never publishes. Label values are
+importing this module and serves them with ``streams.health.serve``. The workers' own unlabelled series (seeks
+back; and the ranking's duration, lag, nodes seen and version published) are registered only by a worker
+(``for_worker``): an adapter's /metrics said "laggard_delta_version_published 0" of versions it never publishes,
+and a prediction-only worker serves none of the ranking's. Label values are
 bounded by the code, never by the data: a dead letter's reason is reduced to its kind (``reason_kind``), topics
 and agents are laggard's own.
 
@@ -52,16 +53,17 @@ OFFSET_SEEKS_BACK = Counter("laggard_offset_seeks_back", "Partitions sought back
 LIVE = Gauge("laggard_live", "1 when the liveness check passes")
 READY = Gauge("laggard_ready", "1 when the readiness check passes")
 
-_WORKER_ONLY = (RANKING_DURATION, PERIOD_LAG, NODES_SEEN, DELTA_PUBLISHED, OFFSET_SEEKS_BACK)
-_registered: list[bool] = []
+_RANKING = (RANKING_DURATION, PERIOD_LAG, NODES_SEEN, DELTA_PUBLISHED)
+_registered: set[object] = set()
 
 
-def for_worker() -> None:
-    """Serve the worker's own series too (once per process; they are counted whether served or not)."""
-    if not _registered:
-        for metric in _WORKER_ONLY:
+def for_worker(ranks: bool = True) -> None:
+    """Serve a worker's own series too: its seeks back, and with ``ranks`` (not a prediction-only worker) the
+    ranking's; once per process (they are counted whether served or not)."""
+    for metric in (OFFSET_SEEKS_BACK, *(_RANKING if ranks else ())):
+        if metric not in _registered:
             REGISTRY.register(metric)
-        _registered.append(True)
+            _registered.add(metric)
 
 
 _DETAIL = re.compile(r"\([^)]*\)|'[^']*'|\"[^\"]*\"|\b[0-9a-f]{8,}\b|\d+")

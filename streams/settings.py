@@ -231,16 +231,21 @@ class Settings(BaseSettings):
 
 
 def address_problem(bootstrap: str) -> str | None:
-    """Why ``bootstrap`` is not a list of HOST:PORT (ports 1-65535), or None.
+    """Why ``bootstrap`` is not a list of HOST[:PORT] (ports 1-65535; Kafka's clients take 9092 for a bare host), or
+    None.
 
-    >>> address_problem("127.0.0.1:9092,kafka-1:9093") is None
+    >>> address_problem("127.0.0.1:9092,kafka-1:9093") is None and address_problem("kafka") is None
     True
     >>> address_problem("127.0.0.1:99999")
-    "'127.0.0.1:99999' is not HOST:PORT with a port from 1 to 65535"
+    "'127.0.0.1:99999' is not HOST[:PORT] with a port from 1 to 65535"
     """
     for address in bootstrap.split(","):
-        host, sep, port = address.strip().rpartition(":")
-        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-            return f"{address!r} is not HOST:PORT with a port from 1 to 65535"
+        address = address.strip()
+        host, sep, port = address.rpartition(":")
+        if sep and (host.endswith("]") or ("]" not in address and ":" not in host)):  # HOST:PORT, [V6]:PORT
+            bad = not host or not port.isdigit() or not 1 <= int(port) <= 65535
+        else:  # a bare host name, or a bare IPv6 address
+            bad = not address
+        if bad:
+            return f"{address!r} is not HOST[:PORT] with a port from 1 to 65535"
     return None
-

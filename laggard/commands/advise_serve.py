@@ -49,7 +49,7 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
     if unknown:  # a threshold no tree reads was silently ignored
         raise UserError(f"--threshold names task type(s) with no tree in {spec}: {', '.join(unknown)} (trees: "
                         f"{', '.join(sorted(trees.trees))})")
-    if pooled and types != [POOLED]:
+    if pooled and POOLED not in types:  # a trace with untyped tasks has its own tree for pods of no type
         every = train_all([replace(s, task_type=POOLED) for s in samples], depth, min_leaf, target)
         trees.trees.update(every.trees)
     return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us, types
@@ -103,7 +103,7 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     """Serve filter and prioritize of the Kubernetes scheduler-extender protocol (POST /filter, /prioritize).
 
     A pod names its task type with the `laggard.io/task-type` annotation or label; a pod without one is judged by
-    the tree of every type together (`all`). SIGINT or SIGTERM stops it (exit 0)."""
+    the tree of every type together (`all`). Once it serves, SIGINT or SIGTERM stops it (exit 0)."""
     from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusFeed, StatusOf
     from laggard.commands.adapter import setup_adapter_logging
 
@@ -114,6 +114,9 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     threshold = default_threshold(threshold, target, calibrated)
     budget = make_budget(budget_share, budget_window, calibration)
     adviser, tracker, end_us, _ = adviser_from(spec, 4, 50, threshold, target, pooled=True)
+    if target == "p" and not calibrated and adviser.threshold_for(POOLED) >= 1.0:
+        raise UserError("--threshold gives pods of no task type (the tree `all`) a chance of 1, which avoids nothing: "
+                        "add a bare number or all=P for them (e.g. --threshold 0.35,compute=0.30,memory=0.41)")
     adviser.budget = budget
     setup_adapter_logging()  # a pass the spent budget allows, a pod type with no tree: logged, as adapters log
     lock = None

@@ -25,9 +25,6 @@ def _broker_options(func):  # type: ignore[no-untyped-def]
 
 def _broker(port: int, controller_port: int | None, data_dir: Path | None,
             security: kafka_local.Security | None = None) -> kafka_local.Broker:
-    if controller_port is None and port == 65535:  # PORT + 1 is no port: a traceback from bind()
-        raise click.BadParameter("65535 leaves no PORT + 1 for the controller: give --controller-port",
-                                 param_hint="--port")
     return kafka_local.Broker(port=port, controller_port=controller_port or port + 1, data_dir=data_dir,
                               security=security)
 
@@ -79,6 +76,9 @@ def start(port: int, controller_port: int | None, data_dir: Path | None, ssl_por
         if sasl_ssl_port and not scram_users:
             raise click.UsageError("--sasl-ssl-port needs at least one --scram-user NAME:PASSWORD")
         security = kafka_local.Security(keystore, keystore_password, ssl_port, sasl_ssl_port, scram_users)
+    if controller_port is None and port == 65535:  # PORT + 1 is no port: a traceback from bind()
+        raise click.BadParameter("65535 leaves no PORT + 1 for the controller: give --controller-port",
+                                 param_hint="--port")
     broker = _broker(port, controller_port, data_dir, security)
     if broker.controller_port == broker.port:
         raise click.BadParameter("must differ from --port", param_hint="--controller-port")

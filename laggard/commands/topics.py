@@ -33,11 +33,16 @@ def create(bootstrap: str | None, partitions: int | None) -> None:
     problem = kafka_clients.copartitioning_problem(settings, counts)
     if problem:
         click.echo(f"warning: {problem}", err=True)
-    kept = [topic.name for topic in TOPICS if result[topic.name] == "exists" and topic.partitions is None
-            and partitions is not None and counts.get(topic.name) not in (None, partitions)]
+    other = [topic.name for topic in TOPICS if topic.partitions is None and partitions is not None
+             and counts.get(topic.name) not in (None, partitions)]
+    kept = [name for name in other if result[name] == "exists"]
     if kept:  # --partitions 3 on topics of 2 said only "exists ... partitions=2"
         click.echo(f"warning: --partitions {partitions} not applied to existing {', '.join(kept)}: a topic keeps its "
                    "count (`laggard topics delete` first to start over with another)", err=True)
+    paired = [name for name in other if result[name] == "created"]
+    if paired:  # a co-partitioned topic takes its partner's count
+        click.echo(f"note: {', '.join(paired)} created with the partition count of the topic read with it, not "
+                   f"--partitions {partitions}", err=True)
 
 
 @topics.command(name="list")
@@ -64,42 +69,47 @@ def delete(bootstrap: str | None, names: tuple[str, ...], yes: bool) -> None:
     trace through the same broker). NAMES: only these topics, groups kept (e.g. `job-events`, after a producer
     created it with another partition count than `task-events`).
 
-    The deployment is the one of LAGGARD_APP_ID: the registry's topics (`laggard topics list`), the workers'
-    own `<app_id>-...` topics (checkpoints, Faust's changelogs) and the groups `<app_id>` and `<app_id>-predict`.
-    Refused while a worker of the deployment runs. Adapters keep their state files: delete those too (with the
-    file an adapter keeps), or an adapter takes the new versions up to the one it had applied for ones it has."""
+    The deployment is the one of LAGGARD_APP_ID: the registry's topics (`laggard topics list`), the workers' own
+    `<app_id>-...` topics (checkpoints, Faust's changelogs) and the groups `<app_id>` and `<app_id>-predict`.
+    Refused while any consumer group (a worker of any app id) reads one of those topics. Readers without a group
+    cannot be seen: stop adapters, `advise serve --kafka` and replays first (a producer would create a deleted
+    topic again with the broker's defaults). Adapters keep their state files: delete those too, or an adapter takes
+    the new versions up to the one it had applied for ones it has."""
     from kafka.errors import KafkaError
 
     from streams import kafka_reset
 
     settings = settings_with(bootstrap)
-    present = kafka_reset.deployment_topics(settings)
     if names:
-        ours = {topic.name for topic in TOPICS} | set(present)
+        ours = {topic.name for topic in TOPICS} | {f"{settings.app_id}-{s}" for s in kafka_reset.INTERNAL}
         unknown = [name for name in names if name not in ours]
         if unknown:
             raise click.UsageError(f"not a topic of laggard under app id {settings.app_id!r}: {', '.join(unknown)} "
                                    "(`laggard topics list` shows them)")
-        doomed, groups = [name for name in present if name in names], ()
-    else:
-        doomed, groups = present, kafka_reset.app_groups(settings)
-    running = kafka_reset.busy_groups(settings, kafka_reset.app_groups(settings))
-    if running:
-        members = ", ".join(f"{group}: {count} member(s)" for group, count in sorted(running.items()))
-        raise UserError(f"workers of app id {settings.app_id!r} are running ({members}): stop them first")
-    if not doomed and not groups:
-        click.echo(f"nothing to delete: none of {', '.join(names)} is on {settings.bootstrap_servers}")
-        return
-    plan = f"{len(doomed)} topic(s) on {settings.bootstrap_servers}: {', '.join(doomed) or 'none'}" + (
-        f"; consumer groups {', '.join(groups)}" if groups else "")
-    if not yes:
-        if not sys.stdin.isatty():
-            raise click.UsageError(f"this would delete {plan}; add --yes to delete them")
-        click.confirm(f"Delete {plan}?", abort=True)
     try:
-        deleted = kafka_reset.delete_deployment(settings, doomed, groups)
+        chosen = kafka_reset.plan(settings, names)
+        if chosen.readers:
+            readers = "; ".join(f"group {group} reads {', '.join(topics)}" for group, topics in chosen.readers.items())
+            raise UserError(f"consumers are running ({readers}): stop them first")
+        if not chosen.topics and not chosen.groups:
+            click.echo(f"nothing to delete on {settings.bootstrap_servers}")
+            return
+        if chosen.others:
+            click.echo(f"warning: other deployments keep checkpoints here ({', '.join(chosen.others)}): they read "
+                       "these topics too", err=True)
+        plan_words = (f"{len(chosen.topics)} topic(s) on {settings.bootstrap_servers}: "
+                      f"{', '.join(chosen.topics) or 'none'}" + (f"; consumer groups {', '.join(chosen.groups)}"
+                                                                 if chosen.groups else ""))
+        if not yes:
+            if not sys.stdin.isatty():
+                raise click.UsageError(f"this would delete {plan_words}; add --yes to delete them")
+            click.confirm(f"Delete {plan_words}?", abort=True)
+        outcomes = kafka_reset.delete(settings, chosen)
     except KafkaError as exc:
-        raise UserError(f"deleting {', '.join(doomed)} failed: {exc}") from None
-    click.echo(f"deleted {len(doomed)} topic(s): {', '.join(doomed) or 'none'}"
-               + (f"; consumer groups: {', '.join(deleted) or 'none had offsets'}" if groups else ""))
-
+        raise UserError(f"the broker at {settings.bootstrap_servers} refused: {exc}") from None
+    failed = {group: outcome for group, outcome in outcomes.items() if outcome != "OK"}
+    deleted = [group for group in outcomes if group not in failed]
+    click.echo(f"deleted {len(chosen.topics)} topic(s): {', '.join(chosen.topics) or 'none'}"
+               + (f"; consumer groups: {', '.join(deleted)}" if deleted else ""))
+    if failed:  # e.g. a worker joined between the check and the deletion: its offsets stay
+        raise UserError("consumer group(s) not deleted: " + "; ".join(f"{g} ({o})" for g, o in failed.items()))

@@ -92,7 +92,7 @@ def worker(bootstrap: str | None, partitions: int | None, cluster_id: str | None
     from streams import metrics
     from streams.health import Health, serve
 
-    metrics.for_worker()
+    metrics.for_worker(ranks=settings.worker_role != "prediction")  # a prediction-only worker runs no ranking
     health = Health(settings.stall_timeout_s or float("inf"))
     if settings.metrics_port:
         try:

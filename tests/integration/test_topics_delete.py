@@ -5,6 +5,7 @@ deployment's topics and groups between them makes the second run publish what it
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -21,9 +22,9 @@ SECOND = "synthetic:nodes=24,slow=2,jobs=80,seed=12"
 DIRECT = ("--engine", "direct", "--partitions", str(PARTITIONS))
 
 
-def _laggard(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _laggard(bootstrap: str, *args: str, app_id: str = "laggard") -> subprocess.CompletedProcess[str]:
     return subprocess.run([*LAGGARD, *args, "--bootstrap", bootstrap], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, env={**os.environ, "LAGGARD_APP_ID": app_id})
 
 
 def _topics(bootstrap: str) -> set[str]:
@@ -43,7 +44,10 @@ def test_a_second_trace_after_topics_delete_publishes_what_it_publishes_alone(tm
             wait_for(lambda: decoded(bootstrap, "blacklist-snapshot"), bool, 180, "the first trace's blacklist",
                      tmp_path / "first.log")
             refused = _laggard(bootstrap, "topics", "delete", "--yes")
-            assert refused.returncode == 1 and "workers of app id 'laggard' are running" in refused.stderr
+            assert refused.returncode == 1 and "consumers are running (group laggard reads " in refused.stderr
+            # another app id's delete would take the registry topics the running worker reads: refused too
+            other = _laggard(bootstrap, "topics", "delete", "--yes", app_id="staging")
+            assert other.returncode == 1 and "group laggard reads " in other.stderr and "task-events" in other.stderr
             assert "laggard-checkpoints" in _topics(bootstrap), "nothing deleted while the worker runs"
 
         asked = _laggard(bootstrap, "topics", "delete")  # no terminal to ask on: says what it would delete
@@ -76,8 +80,10 @@ def test_a_mismatched_job_events_is_deleted_alone_and_created_again_with_task_ev
         assert _topics(bootstrap) == {TASK_EVENTS.name}
         created = _laggard(bootstrap, "topics", "create", "--partitions", "2")
         assert created.returncode == 0, created.stderr
-        assert created.stderr.strip() == ("warning: --partitions 2 not applied to existing task-events: a topic keeps "
-                                          "its count (`laggard topics delete` first to start over with another)")
+        assert created.stderr.strip().splitlines() == [
+            "warning: --partitions 2 not applied to existing task-events: a topic keeps its count (`laggard topics "
+            "delete` first to start over with another)",
+            "note: job-events created with the partition count of the topic read with it, not --partitions 2"]
         settings = Settings(bootstrap_servers=bootstrap)
         assert partition_counts(settings, [TASK_EVENTS.name, JOB_EVENTS.name]) == {
             TASK_EVENTS.name: 4, JOB_EVENTS.name: 4}

@@ -93,8 +93,8 @@ class RefusalBudget:
         """``budget spent: 300 of the last 3000 placements refused (at most 10.0 % of the last 3000 placements,
         or one)``: what it refused, then what it allows (it said "10.0 % ... refused" after one of one)."""
         kept = len(self._decisions)
-        return (f"budget spent: {self._refused} of the last {kept} placement{'s' * (kept != 1)} refused (at most "
-                f"{self.limit_words()}, or one)")
+        allows = f"at most {self.limit_words()}, or one" if self.share > 0 else "a share of 0 refuses none"
+        return f"budget spent: {self._refused} of the last {kept} placement{'s' * (kept != 1)} refused ({allows})"
 
     @property
     def refused_share(self) -> float:

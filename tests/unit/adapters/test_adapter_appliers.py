@@ -169,6 +169,9 @@ def test_a_file_an_applier_cannot_write_is_a_change_not_taken(tmp_path: Path) ->
     (health / "n1").mkdir(parents=True)
     with pytest.raises(ApplyError, match=f"cannot write {health / 'n1'}"):
         YarnApplier(health_dir=health).apply(change({"n1"}, added=("n1",)))
+    (tmp_path / "a-file").write_text("not a directory\n")
+    with pytest.raises(ApplyError, match=r"cannot keep health flags in .*a-file"):
+        YarnApplier(health_dir=tmp_path / "a-file").apply(change({"n1"}, added=("n1",)))
 
 
 def test_a_node_name_that_is_not_a_file_name_gets_no_flag(tmp_path: Path, caplog) -> None:

@@ -110,7 +110,9 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
                  # a chance of straggling under the z default 1.0: nothing could ever be avoided
                  ["query", "--trace", SMALL, "--node", "node-04", "--type", "compute", "--target", "p"],
                  ["serve", "--trace", SMALL, "--target", "p"],
-                 ["query", "--trace", SMALL, "--node", "node-04", "--type", "compute", "--threshold", "gpu=0.1,1"]):
+                 ["query", "--trace", SMALL, "--node", "node-04", "--type", "compute", "--threshold", "gpu=0.1,1"],
+                 # per-type chances only: pods of no type (the pooled tree) were left at 1, never avoided
+                 ["serve", "--trace", SMALL, "--target", "p", "--threshold", "compute=0.3,memory=0.4"]):
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")
@@ -154,8 +156,14 @@ def test_a_trace_too_short_for_any_tree_is_refused_not_served_as_an_adviser_that
 
     path = tmp_path / "short.csv"
     path.write_text("\n".join(cluster_rows(("n03",), 2, 3)) + "\n")  # 79 tasks: a tree needs 100
-    for args in (["tree"], ["query", "--node", "n03"], ["serve", "--port", "0"]):
+    for args in (["tree"], ["query", "--node", "n03"]):
         result = CliRunner().invoke(cli, ["advise", *args, "--trace", f"csv:{path}"])
         assert result.exit_code == 1, (args, result.output)
         assert "no tree learned from" in result.output and "placements of one task type" in result.output
+    import subprocess
+    import sys
+
+    served = subprocess.run([sys.executable, "-m", "laggard", "advise", "serve", "--port", "0", "--trace",
+                             f"csv:{path}"], capture_output=True, text=True, timeout=120)  # a server: never in-process
+    assert served.returncode == 1 and "no tree learned from" in served.stderr, served.stderr
 
