@@ -222,6 +222,18 @@ class BlacklistConsumer:
                 self._pause(wait)
                 wait = min(wait * 2, self.retry_wait_s * 10)
 
+    def _save_state(self) -> None:
+        """The state file after a change applied. One that cannot be written (a full disk) does not end the
+        adapter: the scheduler has the change, and a restart applies again from the last saved version (applying
+        is idempotent), so it is an error in the log, not a stop."""
+        try:
+            statefile.save(self.state_path, self.follower.cluster_id,
+                           statefile.SavedState(self.follower.state, self.offsets))
+        except OSError as exc:
+            log.error("state file %s not saved (%s): version %s is applied; a restart applies again from the last "
+                      "saved version", exc.filename or self.state_path, exc.strerror or exc,
+                      self.follower.state.version)
+
     def _act(self, step: Step) -> None:
         if isinstance(step, Change):
             self.applier.apply(step)
@@ -231,11 +243,7 @@ class BlacklistConsumer:
             metrics.DELTA_APPLIED.labels(self.applier.name).set(step.version)
             metrics.NODES_LISTED.labels(f"adapter-{self.applier.name}").set(len(step.after))
             if not self.dry_run:
-                statefile.save(
-                    self.state_path,
-                    self.follower.cluster_id,
-                    statefile.SavedState(self.follower.state, self.offsets),
-                )
+                self._save_state()
         elif isinstance(step, Refusal):
             self.outcome.refused += 1
             metrics.ADAPTER_REFUSALS.labels(self.applier.name).inc()

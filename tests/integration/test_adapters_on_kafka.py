@@ -223,6 +223,18 @@ def test_a_blacklist_file_that_cannot_be_written_keeps_the_version_and_is_applie
     assert status == 0 and outcome["version"] == 1 and read(blacklist) == "n1\n"
 
 
+def test_a_state_file_that_cannot_be_written_does_not_stop_the_adapter(topics: str, cluster: str,
+                                                                        tmp_path: Path) -> None:
+    """The scheduler took the change; the state file could not be saved (here under /proc; a full disk in
+    production). It ended the adapter with an OSError; now it is one error line and the blacklist is applied."""
+    blacklist = tmp_path / "blacklist.txt"
+    publish(topics, snapshot(cluster, 1, ("n4",)))
+    status, outcome, log_text = adapter(topics, cluster, "file", "--path", str(blacklist), "--state-file",
+                                        "/proc/laggard-state.json", "--known-nodes", "20")
+    assert status == 0 and outcome["version"] == 1 and read(blacklist) == "n4\n", log_text
+    assert "state file /proc/laggard-state.json not saved" in log_text and "Traceback" not in log_text
+
+
 # --- yarn -------------------------------------------------------------------------------------------------
 
 
