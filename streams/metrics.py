@@ -4,9 +4,8 @@ The metrics live in prometheus_client's default registry, as that library intend
 importing this module and serves them with ``streams.health.serve``. The workers' own unlabelled series (seeks
 back; and the ranking's duration, lag, nodes seen and version published) are registered only by a worker
 (``for_worker``): an adapter's /metrics said "laggard_delta_version_published 0" of versions it never publishes,
-and a prediction-only worker serves none of the ranking's. Label values are
-bounded by the code, never by the data: a dead letter's reason is reduced to its kind (``reason_kind``), topics
-and agents are laggard's own.
+and a prediction-only worker serves none of the ranking's. Label values are bounded by the code, never by the
+data: a dead letter's reason is reduced to its kind (``reason_kind``), topics and agents are laggard's own.
 
 >>> reason_kind("unknown writer schema fingerprint 00ffaa11bb22cc33")
 'unknown-writer-schema-fingerprint'

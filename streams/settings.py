@@ -178,7 +178,8 @@ class Settings(BaseSettings):
     @field_validator("bootstrap_servers")
     @classmethod
     def _addresses(cls, value: str) -> str:
-        # LAGGARD_BOOTSTRAP_SERVERS=garbage said "no Kafka broker answers at garbage ... connection refused"
+        # LAGGARD_BOOTSTRAP_SERVERS=kafka:99999 said "no Kafka broker answers at kafka:99999 ..." (a bare host is
+        # valid: Kafka's clients take port 9092)
         problem = address_problem(value)
         if problem:
             raise ValueError(problem)
