@@ -133,8 +133,8 @@ class YarnApplier:
             try:
                 self._sync_flags(change, hosts)
             except OSError as exc:  # a file where the directory should be, a parent it may not write in
-                where = exc.filename or self.health_dir
-                raise ApplyError(f"cannot keep health flags in {self.health_dir}: {exc.strerror or exc}: {where}") \
+                where = f": {exc.filename}" if exc.filename and str(exc.filename) != str(self.health_dir) else ""
+                raise ApplyError(f"cannot keep health flags in {self.health_dir}: {exc.strerror or exc}{where}") \
                     from exc
         if self.exclude_file is not None:
             text = render_xml(hosts) if self._format == "xml" else render_plain(hosts)

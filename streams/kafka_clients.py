@@ -23,7 +23,7 @@ from streams.core.events import BlacklistSnapshot
 from streams.errors import BrokerRefused, BrokerSilent, BrokerUnavailable, TopicMissing
 from streams.serde import codec
 from streams.serde.topics import BLACKLIST_SNAPSHOT, CO_PARTITIONED, TOPICS, Topic
-from streams.settings import Settings
+from streams.settings import Settings, address_problem, host_port
 
 log = logging.getLogger(__name__)
 KafkaRecord = Any  # kafka-python's ConsumerRecord: a namedtuple the library does not type
@@ -59,13 +59,16 @@ def close_quietly(client: Any) -> None:
 
 def probe(bootstrap: str, timeout_s: float = 3.0) -> None:
     """Fail fast (one line, not a 30 s client timeout) when no bootstrap address accepts a connection."""
+    problem = address_problem(bootstrap)  # LAGGARD_BOOTSTRAP_SERVERS=kafka:99999 read as "connection refused"
+    if problem:
+        raise BrokerUnavailable(bootstrap, problem)
     deadline = time.monotonic() + timeout_s
     while True:
         why: list[str] = []  # this pass's reason per address: a name that does not resolve is no refusal
         for address in bootstrap.split(","):
-            host, _, port = address.strip().rpartition(":")
+            host, port = host_port(address)
             try:
-                with socket.create_connection((host or "127.0.0.1", int(port)), timeout=1.0):
+                with socket.create_connection((host, port), timeout=1.0):
                     return
             except socket.gaierror as exc:
                 why.append(f"cannot resolve {host!r} ({exc.strerror})")
@@ -140,10 +143,10 @@ def _check_tls(settings: Settings, timeout_s: float) -> bool:
     """True once a bootstrap address completed a TLS handshake; raises when one refused it."""
     context = tls_context(settings)
     for address in settings.bootstrap_servers.split(","):
-        host, _, port = address.strip().rpartition(":")
+        host, port = host_port(address)
         try:
-            with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s) as raw:
-                context.wrap_socket(raw, server_hostname=host or "127.0.0.1").close()
+            with socket.create_connection((host, port), timeout=timeout_s) as raw:
+                context.wrap_socket(raw, server_hostname=host).close()
                 return True
         except ssl.SSLCertVerificationError as exc:
             raise BrokerRefused(settings.bootstrap_servers, f"the TLS certificate of {address} is not trusted "
@@ -178,9 +181,9 @@ def _check_sasl(settings: Settings, timeout_s: float) -> bool:
 
     def attempt() -> None:
         for address in settings.bootstrap_servers.split(","):
-            host, _, port = address.strip().rpartition(":")
+            host, port = host_port(address)
             try:
-                asyncio.run(asyncio.wait_for(handshake(host or "127.0.0.1", int(port)), timeout_s))
+                asyncio.run(asyncio.wait_for(handshake(host, port), timeout_s))
                 outcome.append(None)
                 return
             except (AioKafkaError, OSError, ValueError, TimeoutError) as exc:
@@ -250,7 +253,7 @@ def admin(settings: Settings, **overrides: Any) -> KafkaAdminClient:
         return KafkaAdminClient(**_common(settings), **options)
     except KafkaTimeoutError as exc:  # the port accepted connections (``probe``): something answered, not Kafka
         raise BrokerSilent(settings.bootstrap_servers, f"it accepts connections but answered no Kafka request "
-                           f"within {options['bootstrap_timeout_ms'] / 1000:g} s (another service on that "
+                           f"within {options['bootstrap_timeout_ms'] / 1000:.0f} s (another service on that "
                            "port?)") from exc
 
 

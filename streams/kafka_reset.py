@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from kafka.errors import KafkaTimeoutError
+from kafka.errors import KafkaError, KafkaTimeoutError
 
 from streams.kafka_clients import admin
 from streams.serde.topics import TOPICS
@@ -31,12 +32,13 @@ INTERNAL = ("checkpoints", "predict-checkpoints", "normalise-checkpoints-changel
 @dataclass(frozen=True)
 class Plan:
     """What ``laggard topics delete`` finds on the broker: the deployment's topics there, its groups there, the
-    groups with members reading any of those topics (whatever their app id), and the checkpoint topics of other
-    deployments (which read the same registry topics, with no member right now perhaps)."""
+    consumer groups with members reading any of those topics (whatever their app id) or whose reading cannot be
+    told (rebalancing, undecodable, not described), and the app ids of other laggard deployments whose own topics
+    are here (they read the same registry topics, with no member right now perhaps)."""
 
     topics: list[str]
     groups: list[str]
-    readers: dict[str, list[str]]  # group -> the doomed topics its members subscribe to or hold
+    readers: dict[str, str]  # group -> what it reads of the doomed topics, in words
     others: list[str]
 
 
@@ -47,37 +49,60 @@ def plan(settings: Settings, names: tuple[str, ...] = ()) -> Plan:
         present = set(client.list_topics())
         ours = {topic.name for topic in TOPICS} | {f"{settings.app_id}-{suffix}" for suffix in INTERNAL}
         topics = sorted(present & (set(names) if names else ours))
-        known = {entry["group_id"] for entry in client.list_groups()}
+        listed = client.list_groups()
+        known = {entry["group_id"] for entry in listed}
         groups = [] if names else [group for group in app_groups(settings) if group in known]
-        described = client.describe_groups(sorted(known)) if known else {}
+        # Only consumer groups read topics; another protocol's metadata (Schema Registry, Connect) does not decode
+        consumers = sorted(entry["group_id"] for entry in listed if entry.get("protocol_type") in ("consumer", ""))
+        readers = {group: words for group in consumers if (words := _reading(client, group, set(topics)))}
     finally:
         client.close()
-    readers = {}
-    for group, info in sorted(described.items()):
-        read = set()
-        for member in info.get("members") or ():
-            metadata, assignment = member.get("member_metadata"), member.get("member_assignment")
-            if isinstance(metadata, dict):
-                read |= set(metadata.get("topics") or ())
-            if isinstance(assignment, dict):
-                read |= {part.get("topic") for part in assignment.get("assigned_partitions") or ()}
-            if not isinstance(metadata, dict) and group in app_groups(settings):
-                read |= set(topics)  # a member of this deployment whose subscription did not decode: assume all
-        if read & set(topics):
-            readers[group] = sorted(read & set(topics))
-    own = {f"{settings.app_id}-checkpoints", f"{settings.app_id}-predict-checkpoints"}
-    others = sorted(name for name in present if name.endswith("-checkpoints") and name not in own
-                    and not name.endswith("-changelog"))
-    return Plan(topics, groups, readers, others)
+    return Plan(topics, groups, readers, _other_apps(present, settings.app_id))
+
+
+def _other_apps(present: set[str], app_id: str) -> list[str]:
+    """The app ids whose own topics (``INTERNAL``) are among ``present``, this one's left out. "X-predict-checkpoints"
+    is X's prediction role's, not an app "X-predict"."""
+    apps = {name[:-len(suffix) - 1] for name in present for suffix in INTERNAL if name.endswith(f"-{suffix}")}
+    roles = {app for app in apps if app.endswith("-predict") and app.removesuffix("-predict") in apps}
+    return sorted(apps - roles - {app_id})
+
+
+def _reading(client: Any, group: str, doomed: set[str]) -> str | None:
+    """What ``group``'s members read of ``doomed``, in words; None when they read none of it. A group whose reading
+    cannot be told (its description failed, it is rebalancing, a member's subscription does not decode and nothing
+    is assigned to it) counts as reading them: deleting under a running consumer is what must not happen."""
+    try:
+        info = client.describe_groups([group])[group]
+    except (KafkaError, ValueError, UnicodeError) as exc:
+        return f"cannot be described ({type(exc).__name__}: {exc})"
+    members = info.get("members") or ()
+    if not members or not doomed:
+        return None
+    if info.get("error") not in (None, "", 0) or info.get("group_state") != "Stable":
+        return f"{len(members)} member(s), state {info.get('group_state')}: what it reads cannot be told"
+    read: set[str] = set()
+    for member in members:
+        metadata, assignment = member.get("member_metadata"), member.get("member_assignment")
+        topics = set(metadata.get("topics") or ()) if isinstance(metadata, dict) else set()
+        if isinstance(assignment, dict):
+            topics |= {part.get("topic") for part in assignment.get("assigned_partitions") or ()}
+        if not topics:  # Faust's subscription (version 4) does not decode in kafka-python: its assignment does
+            return f"{len(members)} member(s) whose subscription cannot be read"
+        read |= topics
+    return ", ".join(sorted(read & doomed)) or None
 
 
 def delete(settings: Settings, chosen: Plan, timeout_s: float = 30.0) -> dict[str, str]:
     """Delete the plan's topics and groups (their committed offsets), then wait until the broker no longer lists
-    the topics, so that they can be created again at once. Returns each group's outcome ("OK", or the error)."""
+    the topics, so that they can be created again at once. Returns each group's outcome ("OK", or the error).
+    ``DeletionError`` says what was done when a step fails."""
     client = admin(settings)
+    done = "nothing deleted"
     try:
         if chosen.topics:
             client.delete_topics(chosen.topics, timeout_ms=int(timeout_s * 1000))
+            done = f"deleting {', '.join(chosen.topics)} was asked"
         outcomes = {group: str(outcome) for group, outcome in client.delete_groups(chosen.groups).items()} \
             if chosen.groups else {}
         deadline = time.monotonic() + timeout_s
@@ -86,5 +111,11 @@ def delete(settings: Settings, chosen: Plan, timeout_s: float = 30.0) -> dict[st
                 raise KafkaTimeoutError(f"the broker still lists {', '.join(left)} after {timeout_s:.0f} s")
             time.sleep(0.3)
         return outcomes
+    except (KafkaError, RuntimeError) as exc:  # kafka-python raises RuntimeError when it finds no controller
+        raise DeletionError(f"{exc} ({done})") from exc
     finally:
         client.close()
+
+
+class DeletionError(RuntimeError):
+    """A step of ``delete`` failed; the message says what had been done."""

@@ -175,16 +175,6 @@ class Settings(BaseSettings):
                 self.window_size_s, self.wait_for_job_events)
         return self
 
-    @field_validator("bootstrap_servers")
-    @classmethod
-    def _addresses(cls, value: str) -> str:
-        # LAGGARD_BOOTSTRAP_SERVERS=kafka:99999 said "no Kafka broker answers at kafka:99999 ..." (a bare host is
-        # valid: Kafka's clients take port 9092)
-        problem = address_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
-
     @field_validator("allow_list", "deny_list", mode="before")
     @classmethod
     def _split_csv(cls, value: Any) -> Any:
@@ -231,22 +221,36 @@ class Settings(BaseSettings):
         return options
 
 
-def address_problem(bootstrap: str) -> str | None:
-    """Why ``bootstrap`` is not a list of HOST[:PORT] (ports 1-65535; Kafka's clients take 9092 for a bare host), or
-    None.
+def host_port(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[IPV6]:PORT`` -> (host, port); ValueError, in words, for anything else.
 
-    >>> address_problem("127.0.0.1:9092,kafka-1:9093") is None and address_problem("kafka") is None
+    >>> host_port("kafka-1:9093"), host_port("[::1]:9092")
+    (('kafka-1', 9093), ('::1', 9092))
+    """
+    address = address.strip()
+    host, sep, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif "[" in host or "]" in host or ":" in host:
+        host = ""  # a bare IPv6 address, or brackets that do not close: the port cannot be told apart
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{address!r} is not HOST:PORT (or [IPV6]:PORT) with a port from 1 to 65535")
+    return host, int(port)
+
+
+def address_problem(bootstrap: str) -> str | None:
+    """Why ``bootstrap`` is not a comma-separated list of ``host_port`` addresses, or None. Checked where laggard
+    connects (``kafka_clients.probe``) and on ``--bootstrap``, not when settings load: a command that reads no
+    broker must not fail on it.
+
+    >>> address_problem("127.0.0.1:9092,kafka-1:9093") is None
     True
-    >>> address_problem("127.0.0.1:99999")
-    "'127.0.0.1:99999' is not HOST[:PORT] with a port from 1 to 65535"
+    >>> address_problem("kafka")
+    "'kafka' is not HOST:PORT (or [IPV6]:PORT) with a port from 1 to 65535"
     """
     for address in bootstrap.split(","):
-        address = address.strip()
-        host, sep, port = address.rpartition(":")
-        if sep and (host.endswith("]") or ("]" not in address and ":" not in host)):  # HOST:PORT, [V6]:PORT
-            bad = not host or not port.isdigit() or not 1 <= int(port) <= 65535
-        else:  # a bare host name, or a bare IPv6 address
-            bad = not address
-        if bad:
-            return f"{address!r} is not HOST[:PORT] with a port from 1 to 65535"
+        try:
+            host_port(address)
+        except ValueError as exc:
+            return str(exc)
     return None

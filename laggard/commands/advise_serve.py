@@ -49,7 +49,7 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
     if unknown:  # a threshold no tree reads was silently ignored
         raise UserError(f"--threshold names task type(s) with no tree in {spec}: {', '.join(unknown)} (trees: "
                         f"{', '.join(sorted(trees.trees))})")
-    if pooled and POOLED not in types:  # a trace with untyped tasks has its own tree for pods of no type
+    if pooled and POOLED not in trees.trees:  # a trace with enough untyped tasks has its own tree for them
         every = train_all([replace(s, task_type=POOLED) for s in samples], depth, min_leaf, target)
         trees.trees.update(every.trees)
     return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us, types
@@ -62,7 +62,7 @@ def default_threshold(threshold: str | None, target: str, calibrated: bool) -> s
         return threshold
     if target == "p" and not calibrated:
         raise UserError("--target p predicts a chance of straggling: give --threshold (e.g. 0.3, or `laggard advise "
-                        "eval`'s per-type choice as TYPE=P,...)")
+                        "eval`'s per-type choice as TYPE=P,... with a bare number for the other types)")
     return "0" if calibrated else "1.0"
 
 
@@ -83,8 +83,8 @@ def same_kind(budget: object, calibrated: bool, where: str) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8088, show_default=True, help="0: a free port")
 @click.option("--threshold", default=None,
               help="avoid above this expected z (or chance, --target p); per type as TYPE=Z,... (e.g. eval's choice: "
-                   "--target p --threshold compute=0.30,memory=0.41) [default: 1.0; 0 with --calibrated; --target p "
-                   "needs one]")
+                   "--target p --threshold 0.35,compute=0.30,memory=0.41: a bare number for the other types and pods "
+                   "of no type) [default: 1.0; 0 with --calibrated; --target p needs one]")
 @target_option
 @click.option("--blacklist", type=click.Path(dir_okay=False, path_type=Path),
               help="a file adapter's blacklist file, re-read when it changes; listed nodes are filtered")
@@ -114,9 +114,11 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     threshold = default_threshold(threshold, target, calibrated)
     budget = make_budget(budget_share, budget_window, calibration)
     adviser, tracker, end_us, _ = adviser_from(spec, 4, 50, threshold, target, pooled=True)
-    if target == "p" and not calibrated and adviser.threshold_for(POOLED) >= 1.0:
-        raise UserError("--threshold gives pods of no task type (the tree `all`) a chance of 1, which avoids nothing: "
-                        "add a bare number or all=P for them (e.g. --threshold 0.35,compute=0.30,memory=0.41)")
+    never = [kind for kind in sorted(adviser.trees.trees) if adviser.threshold_for(kind) >= 1.0]
+    if target == "p" and not calibrated and never:  # a chance is never above 1: their pods would pass everywhere
+        pooled_words = f" (`{POOLED}` judges pods of no task type)" if POOLED in never else ""
+        raise UserError(f"--threshold leaves the tree(s) {', '.join(never)} at a chance of 1, which avoids nothing"
+                        f"{pooled_words}: add a bare number for them (e.g. --threshold 0.35,compute=0.30)")
     adviser.budget = budget
     setup_adapter_logging()  # a pass the spent budget allows, a pod type with no tree: logged, as adapters log
     lock = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -87,16 +88,13 @@ def delete(bootstrap: str | None, names: tuple[str, ...], yes: bool) -> None:
             raise click.UsageError(f"not a topic of laggard under app id {settings.app_id!r}: {', '.join(unknown)} "
                                    "(`laggard topics list` shows them)")
     try:
-        chosen = kafka_reset.plan(settings, names)
-        if chosen.readers:
-            readers = "; ".join(f"group {group} reads {', '.join(topics)}" for group, topics in chosen.readers.items())
-            raise UserError(f"consumers are running ({readers}): stop them first")
+        chosen = _checked_plan(settings, names)
         if not chosen.topics and not chosen.groups:
             click.echo(f"nothing to delete on {settings.bootstrap_servers}")
             return
         if chosen.others:
-            click.echo(f"warning: other deployments keep checkpoints here ({', '.join(chosen.others)}): they read "
-                       "these topics too", err=True)
+            click.echo(f"warning: other laggard deployments have topics here (app ids {', '.join(chosen.others)}): "
+                       "they read the registry's topics too", err=True)
         plan_words = (f"{len(chosen.topics)} topic(s) on {settings.bootstrap_servers}: "
                       f"{', '.join(chosen.topics) or 'none'}" + (f"; consumer groups {', '.join(chosen.groups)}"
                                                                  if chosen.groups else ""))
@@ -104,8 +102,9 @@ def delete(bootstrap: str | None, names: tuple[str, ...], yes: bool) -> None:
             if not sys.stdin.isatty():
                 raise click.UsageError(f"this would delete {plan_words}; add --yes to delete them")
             click.confirm(f"Delete {plan_words}?", abort=True)
+            chosen = _checked_plan(settings, names)  # a consumer may have started while we asked
         outcomes = kafka_reset.delete(settings, chosen)
-    except KafkaError as exc:
+    except (KafkaError, kafka_reset.DeletionError) as exc:
         raise UserError(f"the broker at {settings.bootstrap_servers} refused: {exc}") from None
     failed = {group: outcome for group, outcome in outcomes.items() if outcome != "OK"}
     deleted = [group for group in outcomes if group not in failed]
@@ -113,3 +112,14 @@ def delete(bootstrap: str | None, names: tuple[str, ...], yes: bool) -> None:
                + (f"; consumer groups: {', '.join(deleted)}" if deleted else ""))
     if failed:  # e.g. a worker joined between the check and the deletion: its offsets stay
         raise UserError("consumer group(s) not deleted: " + "; ".join(f"{g} ({o})" for g, o in failed.items()))
+
+
+def _checked_plan(settings: Any, names: tuple[str, ...]) -> Any:
+    """The deletion as the broker stands now; refused while a consumer group reads what it would delete."""
+    from streams import kafka_reset
+
+    chosen = kafka_reset.plan(settings, names)
+    if chosen.readers:
+        readers = "; ".join(f"group {group} reads {words}" for group, words in chosen.readers.items())
+        raise UserError(f"consumers are running ({readers}): stop them first")
+    return chosen

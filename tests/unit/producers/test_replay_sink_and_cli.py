@@ -113,8 +113,8 @@ def test_bad_rows_are_shown_with_file_and_line(tmp_path: Path) -> None:
         (["--trace", "synthetic:", "--sink", "null", "--speed", "2", "--max-rate", "5"], 2, "not both"),
         (["--trace", "synthetic:", "--sink", "stdout", "--json"], 2, "both write to stdout"),
         (["--trace", "synthetic:", "--sink", "null", "--speed", "0"], 2, "--speed"),
-        (["--trace", "synthetic:", "--bootstrap", "host:port"], 2, "is not HOST[:PORT]"),
-        (["--trace", "synthetic:", "--bootstrap", ""], 2, "'' is not HOST[:PORT]"),  # fell back to the setting
+        (["--trace", "synthetic:", "--bootstrap", "nohostport"], 2, "is not HOST:PORT"),
+        (["--trace", "synthetic:", "--bootstrap", ""], 2, "'' is not HOST:PORT"),  # fell back to the setting
         (["--trace", "synthetic:", "--bootstrap", "h:99999"], 2, "with a port from 1 to 65535"),
         (["--trace", "synthetic:", "--sink", "null", "--speed", "nan"], 2, "'nan' is not a finite number"),
         (["--trace", "synthetic:", "--sink", "null", "--max-rate", "inf"], 2, "'inf' is not a finite number"),
@@ -249,15 +249,29 @@ def test_a_signal_during_a_send_waits_for_its_count_and_a_second_does_not() -> N
         again(2, None)  # the user insists
 
 
-def test_a_bootstrap_setting_that_is_no_address_is_one_line_before_any_connection(monkeypatch) -> None:
-    """LAGGARD_BOOTSTRAP_SERVERS=kafka:99999 said "no Kafka broker answers at kafka:99999 ...", where --bootstrap
-    with it was refused; a bare host is what Kafka's clients take with port 9092, and commands that read no broker
-    (rank, run) must not fail on the setting at all."""
-    monkeypatch.setenv("LAGGARD_BOOTSTRAP_SERVERS", "kafka:99999")
-    result = _run("--trace", "synthetic:nodes=4,jobs=1")
-    assert result.exit_code == 1 and "Traceback" not in result.stderr
-    assert "invalid setting LAGGARD_BOOTSTRAP_SERVERS='kafka:99999': 'kafka:99999' is not HOST[:PORT]" in result.stderr
-    monkeypatch.setenv("LAGGARD_BOOTSTRAP_SERVERS", "kafka")
-    from laggard.commands.options import settings_with
+def test_a_bootstrap_setting_that_is_no_address_is_one_line_where_it_connects_and_nothing_elsewhere(
+        monkeypatch) -> None:
+    """LAGGARD_BOOTSTRAP_SERVERS=kafka:99999 read as "connection refused" (a bare host as well, without a connection
+    tried), where --bootstrap with it was refused; a command that reads no broker must not fail on it."""
+    for value in ("kafka:99999", "kafka"):
+        monkeypatch.setenv("LAGGARD_BOOTSTRAP_SERVERS", value)
+        result = _run("--trace", "synthetic:nodes=4,jobs=1")
+        assert result.exit_code == 1 and "Traceback" not in result.stderr
+        assert f"no Kafka broker answers at {value} " in result.stderr
+        assert f"{value!r} is not HOST:PORT (or [IPV6]:PORT) with a port from 1 to 65535" in result.stderr
+        assert _run("--trace", "synthetic:nodes=4,jobs=1", "--sink", "null").exit_code == 0  # no broker read
 
-    assert settings_with().bootstrap_servers == "kafka"
+
+def test_probe_connects_to_the_host_and_port_an_address_names_ipv6_included(monkeypatch) -> None:
+    from streams import kafka_clients
+
+    tried = []
+
+    def connect(address, timeout):  # type: ignore[no-untyped-def]
+        tried.append(address)
+        raise ConnectionRefusedError
+
+    monkeypatch.setattr(kafka_clients.socket, "create_connection", connect)
+    with pytest.raises(kafka_clients.BrokerUnavailable):
+        kafka_clients.probe("kafka-1:9093,[::1]:9092", timeout_s=0)
+    assert tried == [("kafka-1", 9093), ("::1", 9092)]
