@@ -147,6 +147,15 @@ def test_tasks_the_trace_started_later_take_released_machines_first() -> None:
     assert simulate(tasks, {"b": 5.0}, constant(10.0), spares=1).jct_s == 20.0  # b at once, ends 15; c ends 20
 
 
+def test_a_task_the_trace_started_later_never_takes_a_spare() -> None:
+    """b started at 5 s on a machine of the trace's; a, flagged at 10 s, takes the one spare. b took the spare before,
+    so 1 to 5 spares gave what 0 gave on jobs whose tasks start in waves (`laggard simulate --spares 0,1,5`)."""
+    tasks = {"a": TaskTimeline(0.0, 100.0, (10.0, 60.0, 100.0)), "b": TaskTimeline(5.0, 50.0, (50.0,))}
+    none, one, two = (simulate(tasks, {"a": 10.0}, constant(10.0), spares=k).jct_s for k in (0, 1, 2))
+    assert none == 70.0  # b's machine comes free at 50, a asks again at 60: relaunched then, ends at 70
+    assert one == two == 50.0  # a relaunched at once, its copy ends at 20; b ends at 50
+
+
 def test_the_task_that_waited_longest_gets_the_next_machine() -> None:
     tasks = {
         "short": TaskTimeline(0.0, 15.0, (15.0,)),
