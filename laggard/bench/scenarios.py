@@ -238,14 +238,30 @@ def run_suite(
         return results
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(workers) as pool:
+    # Ctrl-C reaches the whole process group: the workers ignore it and the parent stops them (a pool left to its
+    # `with` ran every queued run first, minutes, and then threw the results away)
+    pool = ProcessPoolExecutor(workers, initializer=_ignore_interrupts)
+    try:
         futures = [pool.submit(run_seed, scenario, seed, loops, overrides) for scenario, seed in tasks]
         for i, future in enumerate(as_completed(futures), 1):
             done = future.result()
             report(_progress(i, len(tasks), done))
             results.extend(done)
+    except BaseException:
+        running = list((getattr(pool, "_processes", None) or {}).values())  # the runs in flight (3.11: no public way)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in running:
+            process.terminate()
+        raise
+    pool.shutdown()
     order = {(s.name, seed): k for k, (s, seed) in enumerate(tasks)}
     return sorted(results, key=lambda r: (order[(r.scenario, r.seed)], LOOPS.index(r.loop)))
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _progress(i: int, total: int, done: Sequence[RunResult]) -> str:

@@ -90,7 +90,11 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
     err.print(f"[bold]laggard scenarios[/]: {len(chosen)} scenario(s) x {len(seed_list)} seed(s), "
               f"{'+'.join(loops)} loop, max fraction {settings.max_fraction:g}"
               + (f", {checkpoints:g} progress reports per mean task" if checkpoints else ""), highlight=False)
-    results = run_suite(chosen, seed_list, loops, overrides, workers, lambda line: err.print(line, highlight=False))
+    try:
+        results = run_suite(chosen, seed_list, loops, overrides, workers, lambda line: err.print(line, highlight=False))
+    except KeyboardInterrupt:  # the runs in flight are stopped (run_suite); what finished is not a suite's table
+        err.print("interrupted: no table, no plots written", highlight=False)
+        raise SystemExit(130) from None
     rows = summarise(results)
     if plot_dir is not None:
         from laggard.report.scenario_plots import plot_timelines

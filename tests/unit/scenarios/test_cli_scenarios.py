@@ -43,3 +43,46 @@ def test_what_would_end_the_command_after_its_runs_is_refused_before_the_first(t
         result = invoke("--only", "cpu-2x", "--seeds", "1", "--loop", "open", *args)
         assert result.exit_code == 1 and words in result.stderr, result.output
         assert "Traceback" not in result.output and "seed 1:" not in result.stderr  # refused before the run
+
+
+def test_ctrl_c_stops_a_suite_on_two_workers_and_leaves_no_worker_running() -> None:
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) ran every queued run first (52 s for one seed
+    of the suite), then printed "Aborted!"; the workers of a parent killed outright ran on, orphaned."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import uuid
+    from pathlib import Path
+
+    marker = f"laggard-test-{uuid.uuid4().hex}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "laggard", "scenarios", "--seeds", "1-5", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, "LAGGARD_TEST_MARKER": marker},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job would ignore it
+    assert process.stderr is not None
+    while "[1/" not in process.stderr.readline():  # the suite runs, in both workers
+        assert process.poll() is None, process.communicate()
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)  # a suite of 115 runs: minutes, had it gone on
+    assert process.returncode == 130 and "interrupted: no table, no plots written" in err, err
+    assert "Traceback" not in err
+
+    def marked(pid: str) -> bool:
+        try:
+            return marker.encode() in Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return False
+
+    def alive(pid: str) -> bool:
+        try:  # a zombie (this machine's init reaps none) has ended
+            return not Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+        except OSError:
+            return False
+
+    import time
+
+    time.sleep(1.0)
+    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and marked(pid) and alive(pid)]
+    assert not left, f"workers still running: {left}"
