@@ -68,7 +68,10 @@ def expand_seeds(specs: tuple[str, ...], seeds: str | None) -> list[str]:
 
 def _seed_range(part: str) -> range:
     low, _, high = part.partition("-")
-    return range(int(low), int(high or low) + 1)
+    seeds = range(int(low), int(high or low) + 1)
+    if not seeds:  # "3-1" ran nothing and said nothing
+        raise ValueError(part)
+    return seeds
 
 
 @dataclass

@@ -225,6 +225,9 @@ def eval_(specs: tuple[str, ...], methods: str | None, alpha: float | None, init
     if heldout:
         from laggard.commands.heldout import emit, run_heldout
 
+        if plot:  # it returned with no plot and no word
+            raise click.UsageError("--plot draws one trace's jobs; it does not apply with --heldout")
+
         given = None if methods is None else [n.strip() for n in methods.split(",") if n.strip()]
         if given == []:
             raise UserError("--methods names no method")

@@ -40,9 +40,12 @@ def candidates_for(names: Sequence[str] | None) -> list[Candidate]:
         return list(CANDIDATES)
     wanted = set(expand_names(names))
     chosen = [c for c in CANDIDATES if c.family in wanted]
-    if not chosen:
-        families = ", ".join(dict.fromkeys(c.family for c in CANDIDATES))
-        raise UserError(f"--heldout compares these families only: {families}")
+    families = ", ".join(dict.fromkeys(c.family for c in CANDIDATES))
+    known = {c.family for c in CANDIDATES}
+    ignored = [name for name in names if not set(expand_names([name])) & known]
+    if not chosen or ignored:  # "spark,foo" ran spark alone and said nothing of foo
+        raise UserError(f"--heldout compares these families only: {families}"
+                        + (f" (not {', '.join(ignored)})" if ignored else ""))
     return chosen
 
 

@@ -3,6 +3,7 @@ context from the settings, and reading a trace into jobs."""
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -68,5 +69,8 @@ def require_checkpoints(jobs: dict[str, list[Event]], spec: str, hint: str = "")
 
 def check_plot_dir(plot: str | None) -> None:
     """Fail before the work, not after it, when the plot could not be written."""
+    if plot and plot.endswith(("/", os.sep)):  # "--plot out/" wrote a PNG file named "out"
+        example = f"{plot.rstrip('/' + os.sep)}/plot.png"
+        raise UserError(f"--plot {plot} names a directory: give a file name (e.g. {example})")
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")

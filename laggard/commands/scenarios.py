@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from laggard.commands.options import settings_with, stdout_console
+from laggard.commands.options import policies_epilog, settings_with, stdout_console
 from laggard.commands.run import ranking_options
 from laggard.errors import UserError
 from streams.config import ranking_config
@@ -43,7 +43,7 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-@click.command("scenarios")
+@click.command("scenarios", epilog=policies_epilog())
 @click.option("--seeds", default="1-5", show_default=True,
               help=f"seeds to run, e.g. 1-5 or 1,3 (choose settings on others, e.g. {CHOOSING_SEEDS})")
 @click.option("--only", multiple=True, metavar="NAME", help="run only this scenario (repeatable)")
@@ -87,6 +87,11 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
     chosen = [SCENARIOS[name].scaled(checkpoints=checkpoints) for name in (only or SCENARIOS)]
     loops = {"both": ["open", "closed"], "all": ["open", "closed", "canary"]}.get(loop_names, [loop_names])
     err = Console(stderr=True, soft_wrap=True)
+    longest_s = max(scenario.hours for scenario in chosen) * 3600
+    if settings.policy == "mlna" and settings.mlna_period * settings.mlna_sub_period_s > longest_s:
+        err.print(f"note: ML-NA lists nodes once a period of {settings.mlna_period} x {settings.mlna_sub_period_s:g} s "
+                  f"has closed, and these scenarios last at most {longest_s / 3600:g} h: it lists none "
+                  "(LAGGARD_MLNA_PERIOD, LAGGARD_MLNA_SUB_PERIOD_S to choose)", highlight=False)
     err.print(f"[bold]laggard scenarios[/]: {len(chosen)} scenario(s) x {len(seed_list)} seed(s), "
               f"{'+'.join(loops)} loop, max fraction {settings.max_fraction:g}"
               + (f", {checkpoints:g} progress reports per mean task" if checkpoints else ""), highlight=False)

@@ -33,7 +33,8 @@ def test_json_reports_periods_and_the_classifiers_side_by_side(tmp_path):
 def test_bad_input_is_one_line_and_exit_1():
     runner = CliRunner()
     for args in (["--trace", "nosuch:x"], ["--trace", SMALL, "--sub-period", "soon"],
-                 ["--trace", SMALL, "--classifiers", "svm"], ["--trace", "csv:/no/such/file.csv"]):
+                 ["--trace", SMALL, "--classifiers", "svm"], ["--trace", "csv:/no/such/file.csv"],
+                 ["--trace", SMALL, "--seeds", "3-1"]):  # ran nothing, said nothing, exit 0
         result = runner.invoke(cli, ["classify", *args])
         assert result.exit_code != 0 and result.exit_code in (1, 2), args
         assert "Traceback" not in result.output

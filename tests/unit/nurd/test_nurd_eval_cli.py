@@ -55,6 +55,8 @@ def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
         (["--trace", "google2011-usage:/no/such/dir"], "No such file or directory"),
         (["--trace", "nosuchformat:/tmp"], "unknown trace format"),
         (["--trace", "synthetic:nodes=10,slow=1,jobs=5"], "has no task checkpoints"),
+        (["--heldout", "--methods", "spark,foo"], "(not foo)"),  # ran spark alone, foo dropped without a word
+        (["--methods", "spark", "--plot", "plots/"], "--plot plots/ names a directory"),  # wrote a PNG named plots
     ],
 )
 def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) -> None:
@@ -106,3 +108,9 @@ def test_heldout_chooses_on_other_traces_and_says_which_candidates(tmp_path: Pat
 def test_several_traces_without_heldout_are_refused(spec: str) -> None:
     result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--trace", spec, "--methods", "hadoop"])
     assert result.exit_code == 1 and "only with --heldout" in result.stderr
+
+
+def test_plot_with_heldout_is_refused_not_silently_skipped(spec: str) -> None:
+    result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--heldout", "--methods", "spark", "--plot", "x.png"])
+    assert result.exit_code == 2 and "does not apply with --heldout" in result.output
+

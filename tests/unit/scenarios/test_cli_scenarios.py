@@ -86,3 +86,13 @@ def test_ctrl_c_stops_a_suite_on_two_workers_and_leaves_no_worker_running() -> N
     time.sleep(1.0)
     left = [pid for pid in os.listdir("/proc") if pid.isdigit() and marked(pid) and alive(pid)]
     assert not left, f"workers still running: {left}"
+
+
+def test_mlna_on_scenarios_shorter_than_its_period_says_it_lists_none() -> None:
+    """`--policy mlna` gave recall 0 on every scenario, as noop does, with no word: its period is 30 days."""
+    result = CliRunner().invoke(cli, ["scenarios", "--only", "cpu-2x", "--seeds", "1", "--loop", "open",
+                                      "--policy", "mlna", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "ML-NA lists nodes once a period of 30 x 86400 s has closed" in result.stderr
+    assert "these scenarios last at most 4 h: it lists none" in result.stderr
+
