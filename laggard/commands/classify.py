@@ -104,6 +104,9 @@ def read_samples(spec: str, sub_period_us: int, sub_periods: int) -> tuple[list[
     for sample in normalizer.flush():
         samples += _place(builders, sample.node_id, sample.ts_us, sample.z, sub_period_us, sub_periods)
     refuse_unusable(spec, trace)
+    if not builders and not trace.tasks:  # alibaba2017-tasks: 67 k Terminated tasks, none of them on a node
+        raise UserError(f"no task of {spec} ran on a node (a format with job events only, such as alibaba2017-tasks, "
+                        "names no node)")
     if not builders:
         raise UserError(f"no finished task with a z-value in {spec} (jobs need 2 successful tasks)")
     # A period is complete when the trace reaches into its last sub-period (a generated trace stops a little

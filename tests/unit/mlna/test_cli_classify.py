@@ -39,3 +39,12 @@ def test_bad_input_is_one_line_and_exit_1():
         assert result.exit_code != 0 and result.exit_code in (1, 2), args
         assert "Traceback" not in result.output
         assert len([line for line in result.stderr.splitlines() if line.startswith("Error")]) == 1, result.stderr
+
+
+def test_a_format_of_job_events_only_is_named_as_such(tmp_path) -> None:
+    """alibaba2017-tasks said "no finished task with a z-value (jobs need 2 successful tasks)" of 67 k Terminated
+    tasks: the format names no node."""
+    job_events = tmp_path / "batch_task.csv"
+    job_events.write_text("".join(f"{i},{i + 60},j{i},t{i},1,Terminated,1,0.5\n" for i in range(20)))
+    result = CliRunner().invoke(cli, ["classify", "--trace", f"alibaba2017-tasks:{job_events}"])
+    assert result.exit_code == 1 and "ran on a node (a format with job events only" in result.output

@@ -56,6 +56,7 @@ def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
         (["--trace", "nosuchformat:/tmp"], "unknown trace format"),
         (["--trace", "synthetic:nodes=10,slow=1,jobs=5"], "has no task checkpoints"),
         (["--heldout", "--methods", "spark,foo"], "(not foo)"),  # ran spark alone, foo dropped without a word
+        (["--trace", "google2011-events:/no/such/dir"], "has no task checkpoints"),  # said after reading it all
         (["--methods", "spark", "--plot", "plots/"], "--plot plots/ names a directory"),  # wrote a PNG named plots
     ],
 )
