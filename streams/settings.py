@@ -148,7 +148,7 @@ class Settings(BaseSettings):
                           "[default: off; opt-in while no gain is measured (docs/scale.md)]")
     nurd_alpha: float = 0.0
     nurd_epsilon: float = Field(0.05, gt=0, le=1)
-    nurd_initial_fraction: float = Field(0.04, gt=0, le=1)
+    nurd_initial_fraction: float = Field(0.04, gt=0, lt=1)  # 1: every task finished first, none left to predict
 
     # --- Data -------------------------------------------------------------------------------
     traces_dir: Path = Field(Path("../shared/traces"), description="where the public traces live")

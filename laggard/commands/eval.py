@@ -204,7 +204,7 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
 )
 @click.option(
     "--initial-fraction",
-    type=click.FloatRange(0, 1, min_open=True),
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),  # 1: every task finished first, none predicted
     default=None,
     help="share of a job's tasks that must finish before predicting [default: setting, 0.04]",
 )

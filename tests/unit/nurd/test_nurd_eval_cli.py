@@ -71,6 +71,9 @@ def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) ->
 def test_an_alpha_outside_0_1_is_a_usage_error(spec: str) -> None:
     result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--alpha", "5"])
     assert result.exit_code == 2 and "is not in the range 0<=x<=1" in result.output
+    # every task finished before the first prediction: nothing left to predict (nurd's F1 0, spark's unchanged)
+    result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--initial-fraction", "1"])
+    assert result.exit_code == 2 and "is not in the range 0<x<1" in result.output
 
 
 def test_json_rows_carry_the_lead_time_scores_beside_the_papers_f1(spec: str) -> None:
