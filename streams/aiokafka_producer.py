@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams import kafka_clients
+from streams import kafka_security
 from streams.errors import BrokerUnavailable
 from streams.settings import Settings
 
@@ -17,7 +17,7 @@ def aiokafka_options(settings: Settings) -> dict[str, Any]:
     options: dict[str, Any] = {"bootstrap_servers": settings.bootstrap_servers.split(","),
                                "security_protocol": settings.security_protocol}  # fmt: skip
     if "SSL" in settings.security_protocol:
-        options["ssl_context"] = kafka_clients.tls_context(settings)
+        options["ssl_context"] = kafka_security.tls_context(settings)
     if settings.sasl_mechanism is not None:
         options["sasl_mechanism"] = settings.sasl_mechanism
     if settings.sasl_username is not None:

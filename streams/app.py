@@ -24,7 +24,7 @@ import faust
 from faust.types import TopicT
 from faust.types.auth import CredentialsT
 
-from streams import kafka_clients
+from streams import kafka_clients, kafka_security
 from streams.agents.commit import CommitSafeApp
 from streams.agents.envelope import CHECKPOINT_MAX_BYTES
 from streams.config import ranking_config
@@ -50,7 +50,7 @@ def broker_credentials(settings: Settings) -> CredentialsT | None:
     protocol = settings.security_protocol
     if protocol == "PLAINTEXT":
         return None
-    context = kafka_clients.tls_context(settings) if protocol in ("SSL", "SASL_SSL") else None
+    context = kafka_security.tls_context(settings) if protocol in ("SSL", "SASL_SSL") else None
     if protocol.startswith("SASL"):
         return faust.SASLCredentials(username=settings.sasl_username, password=settings.sasl_password,
                                      mechanism=settings.sasl_mechanism or "PLAIN", ssl_context=context)

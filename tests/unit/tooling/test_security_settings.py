@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from laggard import kafka_local
-from streams import kafka_clients
+from streams import kafka_security
 from streams.errors import BrokerRefused, BrokerUnavailable
 from streams.settings import Settings
 
@@ -45,13 +45,13 @@ def test_sasl_without_its_credentials_is_refused_before_any_connection() -> None
     settings = Settings(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_SSL",
                         sasl_mechanism="SCRAM-SHA-512")
     with pytest.raises(BrokerRefused, match="SASL_SSL needs LAGGARD_SASL_USERNAME, LAGGARD_SASL_PASSWORD"):
-        kafka_clients.check_security(settings)
+        kafka_security.check_security(settings)
 
 
 def test_a_missing_ca_file_names_its_setting_and_is_caught_as_a_broker_problem(tmp_path: Path) -> None:
     settings = Settings(security_protocol="SSL", ssl_cafile=str(tmp_path / "nope.pem"))
     with pytest.raises(BrokerUnavailable, match=r"LAGGARD_SSL_CAFILE=.*nope.pem: No such file"):
-        kafka_clients.tls_context(settings)
+        kafka_security.tls_context(settings)
 
 
 def test_kafka_start_refuses_a_tls_listener_without_a_keystore_in_one_line(tmp_path: Path) -> None:
@@ -65,4 +65,4 @@ def test_a_sasl_mechanism_laggard_does_not_speak_is_refused_before_any_connectio
     settings = Settings(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM",
                         sasl_username="alice", sasl_password="x")
     with pytest.raises(BrokerRefused, match="LAGGARD_SASL_MECHANISM=SCRAM: laggard speaks PLAIN, SCRAM-SHA-256"):
-        kafka_clients.check_security(settings)
+        kafka_security.check_security(settings)
