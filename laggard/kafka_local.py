@@ -275,6 +275,11 @@ def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
         client.close()
 
 
+def serving(broker: Broker) -> bool:
+    """Whether a Kafka broker answers on ``broker``'s port, this one or another (a quick look, then metadata)."""
+    return port_open(broker.port) and answers_metadata(broker.bootstrap)
+
+
 def status(broker: Broker) -> int | None:
     """The pid of the running broker, or None."""
     return _pid(broker)
@@ -288,7 +293,7 @@ def start(broker: Broker, timeout_s: float = 90.0) -> tuple[int, bool]:
     extra = list(broker.security.listeners().values()) if broker.security else []
     if broker.security and not broker.security.keystore.is_file():
         raise KafkaLocalError(f"no keystore at {broker.security.keystore}")
-    if port_open(broker.port) and answers_metadata(f"127.0.0.1:{broker.port}"):
+    if serving(broker):
         # not a broker of this data directory stopping (it would have to be dead to be started again): at once
         raise KafkaLocalError(f"a Kafka broker already answers on 127.0.0.1:{broker.port}, not the one of "
                               f"{broker.home}: use it (--bootstrap 127.0.0.1:{broker.port}), or choose another --port")
@@ -341,7 +346,7 @@ def _wait_until_up(broker: Broker, process: subprocess.Popen[bytes], timeout_s: 
             unbound = _bind_failure(broker.log_file)
             why = f": port {unbound} could not be bound (in use); choose other ports" if unbound else ""
             raise KafkaLocalError(f"the broker exited with {process.returncode}{why}; see {broker.log_file}")
-        if port_open(broker.port) and answers_metadata(broker.bootstrap):
+        if serving(broker):
             return process.pid, True
         time.sleep(0.5)
     stop(broker)

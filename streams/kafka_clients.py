@@ -158,12 +158,10 @@ def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:
                 return
             finally:
                 client.close()
-        except BrokerSilent as exc:
-            raise exc from None  # silent for the whole wait: another service on the port
         except (KafkaError, OSError) as exc:
             last = str(exc)
             time.sleep(0.5)
-        except BrokerUnavailable as exc:
+        except BrokerUnavailable as exc:  # refused, or silent for the whole wait (BrokerSilent: another service)
             raise exc from None
     raise BrokerUnavailable(settings.bootstrap_servers, last)
 

@@ -29,6 +29,11 @@ INTERNAL = ("checkpoints", "predict-checkpoints", "normalise-checkpoints-changel
             "predict-checkpoints-changelog", "__assignor-__leader")
 
 
+def deployment_names(settings: Settings) -> set[str]:
+    """Every topic name of the deployment: the registry's, and its workers' own (``INTERNAL``)."""
+    return {topic.name for topic in TOPICS} | {f"{settings.app_id}-{suffix}" for suffix in INTERNAL}
+
+
 @dataclass(frozen=True)
 class Plan:
     """What ``laggard topics delete`` finds on the broker: the deployment's topics there, its groups there, the
@@ -47,8 +52,7 @@ def plan(settings: Settings, names: tuple[str, ...] = ()) -> Plan:
     client = admin(settings)
     try:
         present = set(client.list_topics())
-        ours = {topic.name for topic in TOPICS} | {f"{settings.app_id}-{suffix}" for suffix in INTERNAL}
-        topics = sorted(present & (set(names) if names else ours))
+        topics = sorted(present & (set(names) if names else deployment_names(settings)))
         listed = client.list_groups()
         known = {entry["group_id"] for entry in listed}
         groups = [] if names else [group for group in app_groups(settings) if group in known]

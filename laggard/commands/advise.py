@@ -33,9 +33,10 @@ from laggard.commands.advise_options import (
     target_option,
     thresholds_text,
 )
-from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace
-from laggard.commands.advise_serve import adviser_from, default_threshold, same_kind, serve
+from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace, load_samples
+from laggard.commands.advise_serve import adviser_from, default_threshold, learned_trees, same_kind, serve
 from laggard.commands.options import formats_epilog, stdout_console
+from laggard.commands.prediction_options import check_plot_dir
 from laggard.errors import UserError
 from laggard.report.terminal import percent
 from streams.core.avoidance.calibration import restore_budget
@@ -100,8 +101,7 @@ def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, bud
                   targets=chosen, per_type=not one_threshold, rule=rule, refusal_budget=refusal_budget,
                   budget_share=budget_share, budget_window=checked_window(budget_window, allow_off=False),
                   top=top, least=least, rate=rate, calibration_window=calibration_window, burst=burst)  # fmt: skip
-    if plot and not Path(plot).expanduser().resolve().parent.is_dir():
-        raise UserError(f"cannot write plot {plot}: its directory does not exist")
+    check_plot_dir(plot)
     if synthetic:
         document = evaluate_synthetic(spec, parse_seeds(seeds), parse_seeds(tune_seeds), knobs)
     else:
@@ -187,7 +187,7 @@ def _what_ran(document: dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
 def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: bool) -> None:
     """Print the CART of each task type (or one), learned on the whole trace."""
-    cart = adviser_from(spec, depth, min_leaf, "1.0")[0].trees  # a trace too short for any tree: one line
+    cart = learned_trees(spec, load_samples(spec)[0], depth, min_leaf)  # a trace too short for any tree: one line
     kinds = [task_type] if task_type else cart.types()
     unknown = [k for k in kinds if k not in cart.trees]
     if unknown:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from laggard.errors import UserError
 from streams.core.avoidance.adviser import Adviser
 from streams.core.avoidance.budget import RefusalBudget
 from streams.core.avoidance.calibration import CalibratedBudget
+from streams.core.avoidance.evaluation import Sample
 from streams.core.avoidance.status import NodeStatusTracker
+from streams.core.avoidance.trees import CartTrees
 
 POOLED = "all"  # the tree of every type together: what a pod that names no type is judged by
 
@@ -38,13 +41,8 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)
-    trees = train_all(samples, depth, min_leaf, target)
+    trees = learned_trees(spec, samples, depth, min_leaf, target)
     types = sorted({s.task_type for s in samples})
-    if not trees.trees:
-        most = max(types, key=lambda kind: sum(s.task_type == kind for s in samples))
-        count = sum(s.task_type == most for s in samples)
-        raise UserError(f"no tree learned from {spec}: a tree needs {2 * min_leaf} placements of one task type, "
-                        f"and the most the trace has is {count} (type {most!r}); give a longer trace")
     unknown = sorted(set(per_type) - set(trees.trees) - ({POOLED} if pooled else set()))
     if unknown:  # a threshold no tree reads was silently ignored
         raise UserError(f"--threshold names task type(s) with no tree in {spec}: {', '.join(unknown)} (trees: "
@@ -53,6 +51,17 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
         every = train_all([replace(s, task_type=POOLED) for s in samples], depth, min_leaf, target)
         trees.trees.update(every.trees)
     return Adviser(trees, default, thresholds=per_type, label=target), tracker, end_us, types
+
+
+def learned_trees(spec: str, samples: list[Sample], depth: int, min_leaf: int, target: str = "z") -> CartTrees:
+    """The trees of ``samples`` (``train_all``); refused in one line when they grow none."""
+    trees = train_all(samples, depth, min_leaf, target)
+    if not trees.trees:
+        counts = Counter(s.task_type for s in samples)
+        most, count = counts.most_common(1)[0]
+        raise UserError(f"no tree learned from {spec}: a tree needs {2 * min_leaf} placements of one task type, "
+                        f"and the most the trace has is {count} (type {most!r}); give a longer trace")
+    return trees
 
 
 def default_threshold(threshold: str | None, target: str, calibrated: bool) -> str:

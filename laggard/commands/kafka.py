@@ -110,7 +110,7 @@ def stop(port: int, controller_port: int | None, data_dir: Path | None) -> None:
         click.echo(f"Kafka ({where}) stopped (pid {pid})")
         return
     click.echo(f"no Kafka broker of laggard runs with data dir {broker.home}")
-    if _port_given(data_dir) and kafka_local.port_open(broker.port) and kafka_local.answers_metadata(broker.bootstrap):
+    if _port_given(data_dir) and kafka_local.serving(broker):
         # "stopped" in spirit but still serving: the operator must learn that nothing was stopped
         click.echo(f"but a broker answers on {broker.bootstrap} and is still running (started with another "
                    "--data-dir? give the same one to stop it)", err=True)
@@ -124,8 +124,7 @@ def status(port: int, controller_port: int | None, data_dir: Path | None) -> Non
     broker = _broker(port, controller_port, data_dir)
     pid = kafka_local.status(broker)
     if pid is None:
-        elsewhere = (_port_given(data_dir) and kafka_local.port_open(broker.port)
-                     and kafka_local.answers_metadata(broker.bootstrap))
+        elsewhere = _port_given(data_dir) and kafka_local.serving(broker)
         click.echo(
             f"not running from data dir {broker.home}"
             + (f"; but a broker answers on {broker.bootstrap} (started with another --data-dir?)" if elsewhere else "")

@@ -82,8 +82,7 @@ def delete(bootstrap: str | None, names: tuple[str, ...], yes: bool) -> None:
 
     settings = settings_with(bootstrap)
     if names:
-        ours = {topic.name for topic in TOPICS} | {f"{settings.app_id}-{s}" for s in kafka_reset.INTERNAL}
-        unknown = [name for name in names if name not in ours]
+        unknown = [name for name in names if name not in kafka_reset.deployment_names(settings)]
         if unknown:
             raise click.UsageError(f"not a topic of laggard under app id {settings.app_id!r}: {', '.join(unknown)} "
                                    "(`laggard topics list` shows them)")
