@@ -15,6 +15,8 @@ import click
 
 from streams.errors import BrokerUnavailable, CheckpointTooLarge
 
+INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C: 128 + SIGINT, as shells report it
+
 # name -> (module, attribute, one-line help shown by `laggard --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("laggard.commands.demo", "demo", "Run a synthetic cluster in-process and write a report."),
@@ -54,6 +56,15 @@ class LazyGroup(click.Group):
             return
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C anywhere in a command ends it with the shell's 130 (128 + SIGINT) and one line, not click's
+        "Aborted!" and 1, which scripts and supervisors cannot tell from a failure. EOF at a prompt stays click's."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            raise click.exceptions.Exit(INTERRUPTED) from None
 
     @staticmethod
     def _available(name: str) -> bool:
