@@ -49,6 +49,9 @@ class Outcome:
     skipped: int = 0
     undecodable: int = 0
     problem: str | None = None
+    # The state file could not be saved after a change (a full disk): the scheduler has the change, a restart
+    # applies again from the last saved version. Not a sync problem, but one the operator must act on.
+    state_problem: str | None = None
     version: int | None = None
     blacklist: list[str] = field(default_factory=list)
 
@@ -230,9 +233,13 @@ class BlacklistConsumer:
             statefile.save(self.state_path, self.follower.cluster_id,
                            statefile.SavedState(self.follower.state, self.offsets))
         except OSError as exc:
-            log.error("state file %s not saved (%s): version %s is applied; a restart applies again from the last "
-                      "saved version", exc.filename or self.state_path, exc.strerror or exc,
-                      self.follower.state.version)
+            self.outcome.state_problem = (f"state file {exc.filename or self.state_path} not saved "
+                                          f"({exc.strerror or exc})")
+            metrics.ADAPTER_STATE_UNSAVED.labels(self.applier.name).inc()
+            log.error("%s: version %s is applied; a restart applies again from the last saved version",
+                      self.outcome.state_problem, self.follower.state.version)
+        else:
+            self.outcome.state_problem = None
 
     def _act(self, step: Step) -> None:
         if isinstance(step, Change):

@@ -206,7 +206,8 @@ class BlacklistFile:
     missing file is an empty list."""
 
     def __init__(self, path: Path | None) -> None:
-        self.path, self._stamp, self._nodes = path, None, frozenset[str]()
+        self.path, self._nodes = path, frozenset[str]()
+        self._stamp: int | None = None
 
     def __call__(self) -> frozenset[str]:
         if self.path is None:

@@ -41,6 +41,8 @@ DELTA_PUBLISHED = Gauge("laggard_delta_version_published", "Latest blacklist ver
                         registry=None)
 DELTA_APPLIED = Gauge("laggard_delta_version_applied", "Latest blacklist version the adapter applied", ["adapter"])
 ADAPTER_REFUSALS = Counter("laggard_adapter_refusals", "Blacklist versions refused as a whole (the cap)", ["adapter"])
+ADAPTER_STATE_UNSAVED = Counter("laggard_adapter_state_unsaved", "Changes applied whose state file could not be "
+                                "saved (a restart applies them again)", ["adapter"])
 ADAPTER_ERRORS = Counter("laggard_adapter_errors", "Changes the scheduler did not take (retried)", ["adapter"])
 PREDICTOR_FLAGS = Counter("laggard_predictor_flags", "Tasks flagged as stragglers, per prediction method",
                           ["method"])

@@ -34,8 +34,9 @@ def adapter() -> None:
     the nodes the API lists.
 
     With --once the adapter exits 0 when in sync with the latest version, 3 when a change was refused or
-    failed, or a version gap could not be closed (the state stays at the last applied version); 1, with
-    one line, when no broker answers.
+    failed, or a version gap could not be closed (the state stays at the last applied version), or the
+    state file could not be saved (a full disk: the scheduler has the change); 1, with one line, when no
+    broker answers.
     """
 
 
@@ -306,7 +307,7 @@ def _run(
         )
         return
     _report(outcome, kind=kind, cluster=cluster, dry_run=dry_run, as_json=as_json)
-    if once and not outcome.in_sync:
+    if once and (not outcome.in_sync or outcome.state_problem):
         sys.exit(NOT_IN_SYNC)
 
 
@@ -321,7 +322,8 @@ def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bo
         f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
     )
     why = f": {outcome.problem}" if outcome.problem else ""
-    click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})"), err=True)
+    click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})")
+               + (f"; {outcome.state_problem}" if outcome.state_problem else ""), err=True)
     if as_json:
         document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
                     "dry_run": dry_run}  # fmt: skip

@@ -226,13 +226,18 @@ def test_a_blacklist_file_that_cannot_be_written_keeps_the_version_and_is_applie
 def test_a_state_file_that_cannot_be_written_does_not_stop_the_adapter(topics: str, cluster: str,
                                                                         tmp_path: Path) -> None:
     """The scheduler took the change; the state file could not be saved (here under /proc; a full disk in
-    production). It ended the adapter with an OSError; now it is one error line and the blacklist is applied."""
-    blacklist = tmp_path / "blacklist.txt"
+    production). It ended the adapter with an OSError; then it was an error line only, and --once exited 0, so a
+    cron job never saw it. Now the blacklist is applied, the summary and the JSON name the state file, and --once
+    exits 3 until the state can be saved."""
+    blacklist, state = tmp_path / "blacklist.txt", tmp_path / "state.json"
     publish(topics, snapshot(cluster, 1, ("n4",)))
-    status, outcome, log_text = adapter(topics, cluster, "file", "--path", str(blacklist), "--state-file",
-                                        "/proc/laggard-state.json", "--known-nodes", "20")
-    assert status == 0 and outcome["version"] == 1 and read(blacklist) == "n4\n", log_text
+    args = ("--path", str(blacklist), "--known-nodes", "20")
+    status, outcome, log_text = adapter(topics, cluster, "file", *args, "--state-file", "/proc/laggard-state.json")
+    assert status == 3 and outcome["version"] == 1 and outcome["in_sync"] and read(blacklist) == "n4\n", log_text
+    assert outcome["state_problem"].startswith("state file /proc/laggard-state.json not saved"), outcome
     assert "state file /proc/laggard-state.json not saved" in log_text and "Traceback" not in log_text
+    status, outcome, _ = adapter(topics, cluster, "file", *args, "--state-file", str(state))
+    assert status == 0 and outcome["state_problem"] is None and state.exists()
 
 
 # --- yarn -------------------------------------------------------------------------------------------------
