@@ -14,6 +14,10 @@ ValueError: demo: unknown key 'colour' (known: nodes)
 Traceback (most recent call last):
 ...
 ValueError: demo: nodes has no value: expected nodes=VALUE
+>>> parse_key_values("nodes=4,nodes=40", "demo", ("nodes",), lambda key, raw: int(raw))
+Traceback (most recent call last):
+...
+ValueError: demo: nodes is given twice (4 and 40): give it once
 """
 
 from __future__ import annotations
@@ -28,15 +32,20 @@ def parse_key_values(
 ) -> dict[str, Any]:
     """``key=value`` items (a comma-separated string, or the items already split) -> {key: convert(key, raw)}.
 
-    An unknown key, a missing ``=``, a value ``convert`` refuses (ValueError) or a non-finite number is a
+    An unknown key, a key given twice (the last one silently won: a typo'd spec ran another cluster than the
+    one meant), a missing ``=``, a value ``convert`` refuses (ValueError) or a non-finite number is a
     ValueError whose message names the trace kind, the key and the value: one line for the user."""
     items = text.split(",") if isinstance(text, str) else text
     values: dict[str, Any] = {}
+    raws: dict[str, str] = {}
     for item in (part.strip() for part in items):
         if not item:
             continue
         key, sep, raw = item.partition("=")
         key, raw = key.strip(), raw.strip()
+        if key in raws:
+            raise ValueError(f"{kind}: {key} is given twice ({raws[key]} and {raw}): give it once")
+        raws[key] = raw
         if not sep and key in keys:
             raise ValueError(f"{kind}: {key} has no value: expected {key}=VALUE")
         if not sep or key not in keys:
