@@ -223,7 +223,8 @@ def trace_document(run: TraceRun) -> dict[str, Any]:
 def _centre(centre: Iterable[float], sub_periods: int) -> dict[str, float]:
     """The whole period's summary of a centre: the last sub-period's cumulative mean z, std z and count."""
     values = list(centre)[3 * (sub_periods - 1):]
-    return {"mean_z": values[0], "std_z": values[1], "count": values[2]}
+    # a centre's std is a mean of stds: below 0 only by rounding (printed "-0.00")
+    return {"mean_z": values[0], "std_z": max(values[1], 0.0), "count": values[2]}
 
 
 def _lift(result: LiftResult) -> dict[str, Any]:
@@ -255,6 +256,8 @@ def print_report(document: dict[str, Any]) -> None:
     console = stdout_console()
     for trace in document["traces"]:
         console.print(f"[bold]{trace['trace']}[/]: {trace['samples']:,} z-values, {len(trace['periods'])} periods")
+        if not trace["periods"]:
+            continue  # nothing clustered or predicted (the note above says why): no empty tables
         periods = Table("period", "nodes", "k", "CH", "sizes", "weak (mean z, std z)", "accuracy per classifier")
         for p in trace["periods"]:
             weak = p["weak_cluster"]

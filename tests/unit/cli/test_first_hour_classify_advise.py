@@ -67,6 +67,8 @@ def test_classify_on_a_trace_shorter_than_a_period_says_which_options_to_use() -
     assert result.exit_code == 0, result.output
     notes = [line for line in result.stderr.splitlines() if "less than one period" in line]
     assert len(notes) == 1 and "--sub-period 1h --period" in notes[0], result.stderr
+    # the summary line, and no tables of dashes (empty period and prediction tables were printed)
+    assert "0 periods" in result.stdout and "precision" not in result.stdout, result.stdout
 
 
 def test_advise_query_refuses_a_missing_blacklist_file(tmp_path: Path) -> None:
