@@ -110,7 +110,7 @@ def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, An
         cells = []
         for key in settings:
             s = by_setting[key]
-            cells += [percent(s["mean_reduction"]), percent(s["success_rate"]), f"{s['wasted_s_per_job'] / 3600:.1f} h"]
+            cells += [percent(s["mean_reduction"]), percent(s["success_rate"]), f"{s['wasted_s_per_job'] / 3600:.2f} h"]
         table.add_row(name, *cells)
     out.print(table)
     out.print(
