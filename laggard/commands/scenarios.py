@@ -69,12 +69,12 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
     from laggard.bench.scenarios import result_document, run_suite, summarise
     from producers.scenario_suite import SCENARIOS
 
-    if list_only:
-        _print_list(SCENARIOS, as_json)
-        return
     unknown = [name for name in only if name not in SCENARIOS]
     if unknown:
         raise UserError(f"unknown scenario {unknown[0]!r}; known: {', '.join(SCENARIOS)}")
+    if list_only:
+        _print_list({name: SCENARIOS[name] for name in (only or SCENARIOS)}, as_json)
+        return
     try:
         seed_list = parse_seeds(seeds)
     except ValueError:
@@ -132,8 +132,9 @@ def _print_list(known: dict[str, Any], as_json: bool) -> None:
     if as_json:
         sys.stdout.buffer.write(orjson.dumps({name: s.about for name, s in known.items()}) + b"\n")
         return
+    width = max(map(len, known))  # names longer than a fixed column pushed their text out of line
     for name, scenario in known.items():
-        click.echo(f"{name:16} {scenario.about}")
+        click.echo(f"{name:{width}}  {scenario.about}")
 
 
 def _minutes(seconds: float | None) -> str:

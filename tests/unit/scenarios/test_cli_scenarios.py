@@ -28,6 +28,11 @@ def test_json_rows_for_one_scenario_and_seed_in_open_loop() -> None:
 def test_list_and_mistakes() -> None:
     listed = invoke("--list")
     assert listed.exit_code == 0 and "sparse-4x" in listed.stdout and "over-cap-2x" in listed.stdout
+    lines = listed.stdout.splitlines()
+    assert len({len(line) - len(line[len(line.split()[0]):].lstrip()) for line in lines}) == 1, listed.stdout
+    chosen = invoke("--list", "--only", "cpu-2x", "--only", "hetero-1.3x-10pct")  # --list lists what --only chose
+    assert [line.split()[0] for line in chosen.stdout.splitlines()] == ["cpu-2x", "hetero-1.3x-10pct"]
+    assert invoke("--list", "--only", "nope").exit_code == 1
     for args, words in ((["--only", "nope"], "unknown scenario"), (["--seeds", "x"], "--seeds")):
         result = invoke(*args)
         assert result.exit_code == 1 and words in result.stderr and "Traceback" not in result.output
