@@ -121,7 +121,10 @@ SCORE_HEADS = ("F1 in time", "F1 <25%", "F1 <50%", "F1 <75%", "F1 ever (paper)")
 
 def print_tables(out: Console, rows: list[dict[str, Any]], summary: dict[str, dict[str, Any]]) -> None:
     out.print(f"Protocol: {PROTOCOL}.", markup=False)
-    out.print(f"'online': {ONLINE}; '-' for methods that do not use tau.", markup=False)
+    if any(r["online"] is not None for r in rows):
+        out.print(f"'online': {ONLINE}; '-' for methods that do not use tau.", markup=False)
+    else:  # --no-online, or no method that uses tau: '-' everywhere, not a statement about each method
+        out.print("'online': not run ('-' throughout).", markup=False)
     for job_id in dict.fromkeys(r["job_id"] for r in rows):
         mine = [r for r in rows if r["job_id"] == job_id]
         first = mine[0]

@@ -46,6 +46,13 @@ def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
     assert result.exit_code == 0, result.output
     assert "oracle threshold" in result.stdout
     assert "mean over jobs" in result.stdout and "hadoop" in result.stdout
+    # without an online run (--no-online, or only methods without tau) its column is '-' for every method; the
+    # legend said that '-' meant "does not use tau", also of nurd
+    assert "'online': not run" in result.stdout and "do not use tau" not in result.stdout
+    for extra, online in (([], True), (["--no-online"], False)):
+        both = CliRunner().invoke(cli, ["eval", "--trace", spec, "--methods", "nurd,hadoop", *extra])
+        assert both.exit_code == 0 and ("'-' for methods that do not use tau" in both.stdout) == online, both.output
+        assert ("'online': not run" in both.stdout) != online
 
 
 @pytest.mark.parametrize(
