@@ -242,8 +242,6 @@ def eval_(specs: tuple[str, ...], methods: str | None, alpha: float | None, init
     names = parse_methods(",".join(DEFAULT_METHODS) if methods is None else methods)  # '' names none: an error
     check_plot_dir(plot)
     jobs, trace = load_jobs(spec, err)
-    if not jobs:
-        raise UserError(f"no job found in {spec}")
     require_checkpoints(jobs, spec)
     rows = evaluate_jobs(jobs, names, context, online, err)
     summary = summarise(rows, names)

@@ -62,6 +62,8 @@ def load_jobs(spec: str, err: Console) -> tuple[dict[str, list[Event]], Any]:
     except (ValueError, OSError) as exc:
         raise UserError(f"reading {spec}: {exc}") from None
     err.print(f"read {trace.events} events of {len(jobs)} jobs ({trace.bad_rows} bad rows skipped)")
+    if not jobs:  # before "has no task checkpoints", which would send a user of google2011-usage to itself
+        raise UserError(f"no job found in {spec}")
     return dict(jobs), trace
 
 

@@ -163,15 +163,19 @@ class UsageEvents:
 
     def _task(self, job_id: str, file: Path, job_order: int) -> Iterator[_Keyed]:
         rows: list[_Row] = []
-        with file.open(newline="") as handle:
-            for line, fields in enumerate(csv.reader(handle), start=1):
-                if not fields:  # a blank line holds nothing to lose
-                    continue
-                parsed = _parse(fields)
-                if isinstance(parsed, str):
-                    self.bad_rows.append(BadRow(str(file), line, parsed))
-                else:
-                    rows.append(parsed)
+        line = 0
+        try:
+            with file.open(newline="", encoding="utf-8") as handle:
+                for line, fields in enumerate(csv.reader(handle), start=1):
+                    if not fields:  # a blank line holds nothing to lose
+                        continue
+                    parsed = _parse(fields)
+                    if isinstance(parsed, str):
+                        self.bad_rows.append(BadRow(str(file), line, parsed))
+                    else:
+                        rows.append(parsed)
+        except UnicodeDecodeError:  # a binary file whose name is a number (a JVM's perf data under /tmp)
+            self.bad_rows.append(BadRow(str(file), line + 1, "not a text file: the rest of it is skipped"))
         if not rows:
             return
         task_id, rank = file.name, _task_rank(file.name)
@@ -233,9 +237,12 @@ def _task_rank(name: str) -> int:
 
 def _first_start(file: Path) -> int | None:
     """ST of the first good row (only to stamp JobStart before the tasks are merged)."""
-    with file.open(newline="") as handle:
-        for fields in csv.reader(handle):
-            parsed = _parse(fields)
-            if not isinstance(parsed, str):
-                return parsed.start_us
+    try:
+        with file.open(newline="", encoding="utf-8") as handle:
+            for fields in csv.reader(handle):
+                parsed = _parse(fields)
+                if not isinstance(parsed, str):
+                    return parsed.start_us
+    except UnicodeDecodeError:  # not text (``_task`` reports it)
+        return None
     return None

@@ -75,6 +75,15 @@ def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) ->
     assert "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("command", ["eval", "simulate"])
+def test_a_directory_without_jobs_is_named_as_such(command: str, tmp_path: Path) -> None:
+    """simulate told a user of google2011-usage:DIR to use google2011-usage:DIR ("has no task checkpoints")."""
+    (tmp_path / "42").write_bytes(b"\xca\xfe")  # a file named by a number, not a job's task series
+    result = CliRunner().invoke(cli, [command, "--trace", f"google2011-usage:{tmp_path}"])
+    assert result.exit_code == 1 and f"no job found in google2011-usage:{tmp_path}" in result.stderr, result.output
+    assert "Traceback" not in result.output and "codec can't decode" not in result.output
+
+
 def test_an_alpha_outside_0_1_is_a_usage_error(spec: str) -> None:
     result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--alpha", "5"])
     assert result.exit_code == 2 and "is not in the range 0<=x<=1" in result.output

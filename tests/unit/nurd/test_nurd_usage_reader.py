@@ -146,3 +146,18 @@ def test_a_directory_without_task_files_says_what_it_looked_for(tmp_path: Path) 
     (tmp_path / "notes.md").write_text("hello\n")
     with pytest.raises(ValueError, match="no task file"):
         read_usage(tmp_path)
+
+
+def test_a_binary_file_named_by_a_number_is_a_bad_row_not_the_end_of_the_read(tmp_path: Path) -> None:
+    """`--trace google2011-usage:/tmp` met a JVM's perf-data file (named by its pid) and ended with a raw "'utf-8'
+    codec can't decode byte 0xca"; the task files beside such a file are read, and it is reported as skipped."""
+    job = tmp_path / JOB
+    job.mkdir()
+    (job / "0").write_text("\n".join([_row(0, 10, 1.0), _row(10, 40, 3.0)]) + "\n")
+    (job / "1").write_bytes(b"\xca\xfe\xba\xbe" + bytes(range(256)))
+    trace = read_usage(job)
+    events = list(trace)
+    assert sum(isinstance(e, TaskCheckpoint) for e in events) == 2
+    assert {e.task_id for e in events if isinstance(e, TaskStart)} == {"0"}
+    assert [(Path(b.file).name, b.reason) for b in trace.bad_rows] == [("1",
+                                                                          "not a text file: the rest of it is skipped")]
