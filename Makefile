@@ -57,7 +57,7 @@ lint: venv manifests
 # check-jsonschema ships the compose-spec schema (kustomization.yaml has no published schema; a unit test checks
 # that the files it names exist).
 manifests: venv
-	$(VENV)/bin/kubernetes-validate --strict --quiet $(filter-out k8s/kustomization.yaml,$(wildcard k8s/*.yaml))
+	$(VENV)/bin/kubernetes-validate --strict --quiet $(filter-out k8s/kustomization.yaml,$(wildcard k8s/*.yaml k8s/demo/*.yaml))
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml
 
 unit: venv

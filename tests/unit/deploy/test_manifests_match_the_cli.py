@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def _documents() -> list[tuple[str, Any]]:
-    files = [REPO / "docker-compose.yml", *sorted((REPO / "k8s").glob("*.yaml"))]
+    files = [REPO / "docker-compose.yml", *sorted((REPO / "k8s").glob("**/*.yaml"))]
     return [(f.name, doc) for f in files for doc in yaml.safe_load_all(f.read_text()) if doc]
 
 
