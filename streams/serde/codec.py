@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import re
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
@@ -31,11 +32,27 @@ from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
 from streams.core import events as ev
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+NAMESPACE = "io.laggard"
+
+
+def schema_dir(module: Path, prefix: Path) -> Path:
+    """Where the ``*.avsc`` files are: ``schemas/`` of the checkout the code runs from (a source tree, an editable
+    install), else the copy a wheel installs as data (``pyproject.toml``) under its scheme's prefix,
+    ``<prefix>/share/laggard/schemas``. The prefix is the one the package sits under
+    (``<prefix>/lib/pythonX.Y/site-packages/streams/serde/codec.py``: a venv, ``--user``, ``--prefix``, the image's
+    ``pip install .``), else ``prefix`` (``sys.prefix``). The checkout's path when none holds them, so that a
+    missing schema names the place a developer expects."""
+    candidates = [module.parents[2] / "schemas"]
+    if len(module.parents) > 5:
+        candidates.append(module.parents[5] / "share" / "laggard" / "schemas")
+    candidates.append(prefix / "share" / "laggard" / "schemas")
+    return next((c for c in candidates if (c / f"{NAMESPACE}.TaskStart.avsc").is_file()), candidates[0])
+
+
+SCHEMA_DIR = schema_dir(Path(__file__).resolve(), Path(sys.prefix))
 # When a schema changes, its old version moves here (self-contained, one file per old version), so records that
 # old writers left on topics, compacted ones above all, still decode: they are resolved into the current schema.
 PREVIOUS_DIR = SCHEMA_DIR / "previous"
-NAMESPACE = "io.laggard"
 MAGIC = b"\xc3\x01"
 HEADER_SIZE = 10
 
