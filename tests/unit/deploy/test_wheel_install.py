@@ -9,6 +9,7 @@ from a directory with no checkout in it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,9 +25,18 @@ def test_a_wheel_installed_under_a_prefix_replays_without_the_checkout(tmp_path:
     wheels, prefix, elsewhere = tmp_path / "wheels", tmp_path / "prefix", tmp_path / "elsewhere"
     elsewhere.mkdir()
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(REPO)], check=True, timeout=600)
+    source = tmp_path / "source"  # built from a copy: setuptools leaves build/ in the tree it builds
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for name in ("schemas", "streams", "producers", "adapters", "laggard"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(source)], check=True, timeout=600)
     (wheel,) = wheels.glob("laggard-*.whl")
-    subprocess.run([*pip, "install", "--no-deps", "--prefix", str(prefix), str(wheel)], check=True, timeout=300)
+    # --ignore-installed: without it pip first uninstalls the environment's own laggard (make venv's editable
+    # install, its console script with it), whatever --prefix says
+    subprocess.run([*pip, "install", "--no-deps", "--ignore-installed", "--prefix", str(prefix), str(wheel)],
+                   check=True, timeout=300)
     site = next(prefix.glob("lib/python3*/site-packages"))
     assert (prefix / "share" / "laggard" / "schemas" / "previous").is_dir()
     # The wheel's packages first (the test environment's editable install maps them to the checkout otherwise);
@@ -44,6 +54,7 @@ def test_a_wheel_installed_under_a_prefix_replays_without_the_checkout(tmp_path:
     assert Path(schemas) == prefix / "share" / "laggard" / "schemas"
     events = [orjson.loads(line) for line in records]
     assert len(events) == 3 and {"job_id", "type"} <= events[0].keys(), records
+    assert (Path(sys.executable).parent / "laggard").exists(), "the test environment lost its own laggard"
 
 
 def test_the_checkout_wins_and_a_missing_copy_names_the_checkout(tmp_path: Path) -> None:
