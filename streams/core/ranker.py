@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from streams.core.decision.book import BlacklistBook
-from streams.core.decision.policy import BlacklistPolicy
+from streams.core.decision.policy import BlacklistPolicy, nodes_seen
 from streams.core.decision.registry import POLICIES
 from streams.core.detection.base import NodeDetector, WindowView, observes_tasks
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeSummary, NormalizedTask
@@ -85,8 +85,9 @@ class NodeRanker:
         view = WindowView(start, end, stats, self._windows.mean_count)
         evidence = self.detector.detect(view)
         verdicts = self._policy.judge(view, evidence, self._book.listed)
+        seen = nodes_seen(stats, evidence)
         return Ranking(start, end, self.config.policy, self._rows.ordered(stats, evidence, verdicts),
-                       self.config.cap(len(stats)), view.mean_count)
+                       self.config.cap(seen), view.mean_count, seen)
 
     def decide(self, now_us: int) -> BlacklistDelta | None:
         """Rank, then move the blacklist to the verdicts; return the delta, None when nothing changed."""

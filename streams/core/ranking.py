@@ -49,6 +49,12 @@ class Ranking:
     nodes: tuple[NodeRank, ...]
     cap: int
     mean_count: float = 0.0  # mean samples per node in the window, for ML-NA's normalised count
+    nodes_seen: int | None = None  # what ``cap`` is a fraction of (``policy.nodes_seen``); None: the ranked nodes
+
+    @property
+    def seen(self) -> int:
+        """The nodes seen: samples in the window or the detector's evidence (what deltas carry to adapters)."""
+        return len(self.ranked) if self.nodes_seen is None else self.nodes_seen
 
     @property
     def blacklist(self) -> frozenset[str]:

@@ -76,7 +76,7 @@ class BlacklistBook:
         self._version += 1
         self._issued_at = ranking.window_end_us
         self._window = (ranking.window_start_us, ranking.window_end_us)
-        self._nodes_seen = sum(1 for row in ranking.nodes if row.stats is not None)
+        self._nodes_seen = ranking.seen
         return BlacklistDelta(self.cluster_id, self._version, self._issued_at, self.policy,
                               ranking.window_start_us, ranking.window_end_us, added, removed, self._nodes_seen)
 

@@ -2,7 +2,8 @@
 
 The guards live here and hold whatever the detector: the allow-list (never listed) and the deny-list
 (always); the cap, ``floor(max_fraction · nodes seen)`` places, deny-listed nodes included (unless the
-deny-list alone is longer); dwell, a listed node stays ``min_dwell_periods`` full periods after the period
+deny-list alone is longer), where a node is seen when it has samples in the window or the detector has evidence
+on it (``nodes_seen``); dwell, a listed node stays ``min_dwell_periods`` full periods after the period
 it was added in, the allow-list and the cap permitting; release, a node leaves when it no longer qualifies,
 with the reason in words, but never while its detector says it is still slow (``Evidence.still_slow``: a
 slower node pushing it off P-Cores level 0, or a test that has not yet seen it recover, is no reason to let it
@@ -24,6 +25,17 @@ from streams.core.windows import NodeStats
 
 NO_EVIDENCE = "not a suspect: the detector has no evidence against it"
 BY_SCORE = highest("score")
+
+
+def nodes_seen(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence]) -> int:
+    """The nodes the cap is a fraction of: those with samples in the window, and those the detector judged.
+
+    A detector may look further back than the window (the running detector's longest scale, 180 min). In a
+    closed loop the difference matters: a node released after an hour on the list got no task while listed,
+    so it has no sample in the window until its new tasks finish, yet it is a node of the cluster. Counting
+    the window alone shrank the cap for a period (100 -> 97 nodes, 10 -> 9 places) and evicted a slow node
+    that was listed again a period later (issue 21, over-cap-2x, closed loop, seed 33)."""
+    return len(stats.keys() | evidence.keys())
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +72,7 @@ class BlacklistPolicy:
         stats = window.stats
         why_not = self._why_not(stats.keys(), evidence)
         forced = set(config.deny_list)
-        cap = config.cap(len(stats))
+        cap = config.cap(nodes_seen(stats, evidence))
         dwelling = self._within(self._dwelling(listed, window.end_us, forced), max(0, cap - len(forced)), evidence)
         holding = self._within(self._holding(listed, evidence, forced | dwelling),
                                max(0, cap - len(forced) - len(dwelling)), evidence)
