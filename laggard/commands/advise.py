@@ -84,7 +84,7 @@ def advise() -> None:
 @budget_options
 @calibration_options
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
-@click.option("--plot", type=click.Path(dir_okay=False), help="write a PNG of the runs here")
+@click.option("--plot", type=click.Path(dir_okay=False), help="write a plot of the runs here (.png, .svg or .pdf)")
 def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, budget: float, depth: int,
           min_leaf: int, repeats: int, targets: str, rule: str, one_threshold: bool, refusal_budget: str | None,
           budget_share: float, budget_window: str, top: float, least: float, rate: float, calibration_window: int,

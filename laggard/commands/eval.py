@@ -220,7 +220,8 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
 @click.option("--repeats", type=click.IntRange(1, 100), default=3, show_default=True,
               help="with --heldout: seeded relaunch draws per job for the JCT change")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout instead of tables")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of F1 in time per job, method")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="write a plot of F1 in time per job, method (.png, .svg or .pdf)")
 def eval_(specs: tuple[str, ...], methods: str | None, alpha: float | None, initial_fraction: float | None,
           online: bool, heldout: bool, repeats: int, as_json: bool, plot: str | None) -> None:  # fmt: skip
     context = prediction_context(alpha, initial_fraction)

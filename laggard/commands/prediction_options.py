@@ -76,10 +76,16 @@ def require_checkpoints(jobs: dict[str, list[Event]], spec: str, hint: str = "")
         )
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
 def check_plot_dir(plot: str | None) -> None:
     """Fail before the work, not after it, when the plot could not be written."""
     if plot and plot.endswith(("/", os.sep)):  # "--plot out/" wrote a PNG file named "out"
         example = f"{plot.rstrip('/' + os.sep)}/plot.png"
         raise UserError(f"--plot {plot} names a directory: give a file name (e.g. {example})")
+    if plot and Path(plot).suffix.lower() not in PLOT_SUFFIXES:  # "jct.svg" got PNG bytes; "jct.txt" too
+        raise UserError(f"--plot {plot}: give a file ending {', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]} "
+                        "(the suffix chooses the format)")
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
         raise UserError(f"cannot write plot {plot}: its directory does not exist")

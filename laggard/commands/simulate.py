@@ -186,7 +186,8 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str, ti
     help="Nurd calibration alpha in [0, 1] [default: setting LAGGARD_NURD_ALPHA]",
 )
 @click.option("--json", "as_json", is_flag=True, help="print one JSON document on stdout instead of tables")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write a PNG of the mean JCT cut")
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="write a plot of the mean JCT cut (.png, .svg or .pdf)")
 def simulate_(spec: str, methods: str, spares: str, repeats: int, seed: int, threshold: str, mode: Mode,
               alpha: float | None, as_json: bool, plot: str | None) -> None:  # fmt: skip
     names = parse_methods(",".join(n for n in methods.split(",") if n.strip() != PERFECT))

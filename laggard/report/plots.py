@@ -241,4 +241,4 @@ def plot_grouped_bars(
     axes.legend(fontsize="small", ncols=min(5, len(series)), loc="upper center", bbox_to_anchor=(0.5, -0.1),
                 frameon=False)  # fmt: skip
     figure.tight_layout()
-    figure.savefig(path, format="png")
+    figure.savefig(path)  # the format by the suffix (--plot takes .png, .svg or .pdf)

@@ -65,6 +65,7 @@ def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
         (["--heldout", "--methods", "spark,foo"], "(not foo)"),  # ran spark alone, foo dropped without a word
         (["--trace", "google2011-events:/no/such/dir"], "has no task checkpoints"),  # said after reading it all
         (["--methods", "spark", "--plot", "plots/"], "--plot plots/ names a directory"),  # wrote a PNG named plots
+        (["--methods", "spark", "--plot", "f1.txt"], "give a file ending .png, .svg or .pdf"),  # PNG bytes in it
     ],
 )
 def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) -> None:

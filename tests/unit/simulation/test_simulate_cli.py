@@ -90,3 +90,19 @@ def test_a_trace_without_checkpoints_is_refused_with_the_reason() -> None:
     result = run("--trace", "synthetic:nodes=10,slow=1,jobs=20")
     assert result.exit_code != 0
     assert "has no task checkpoints" in result.output and "laggard run" in result.output
+
+
+def test_the_plot_suffix_chooses_its_format(tmp_path) -> None:
+    """`--plot jct.svg` wrote PNG bytes into a file named .svg; now the suffix chooses, and one it cannot is refused."""
+    from click.testing import CliRunner
+
+    from laggard.cli import cli
+
+    svg = tmp_path / "jct.svg"
+    result = CliRunner().invoke(cli, ["simulate", "--trace", "synthetic:nodes=12,slow=1,jobs=6,checkpoints=4",
+                                      "--methods", "spark", "--plot", str(svg)])
+    assert result.exit_code == 0, result.output
+    assert svg.read_bytes().lstrip().startswith(b"<?xml") and b"<svg" in svg.read_bytes()[:2000]
+    refused = CliRunner().invoke(cli, ["simulate", "--trace", "synthetic:nodes=12,slow=1,jobs=6,checkpoints=4",
+                                       "--plot", str(tmp_path / "jct.txt")])
+    assert refused.exit_code == 1 and "give a file ending .png, .svg or .pdf" in refused.stderr
