@@ -52,6 +52,7 @@ class Outcome:
     # The state file could not be saved after a change (a full disk): the scheduler has the change, a restart
     # applies again from the last saved version. Not a sync problem, but one the operator must act on.
     state_problem: str | None = None
+    other_clusters: list[str] = field(default_factory=list)  # cluster ids of the records that were not ours
     version: int | None = None
     blacklist: list[str] = field(default_factory=list)
 
@@ -261,8 +262,11 @@ class BlacklistConsumer:
                 "no version yet" if self.follower.state.version is None else f"version {self.follower.state.version}",
             )
         elif isinstance(step, Skip):
-            # Records of other clusters share the topics; they are not this adapter's business.
-            if "another cluster" in step.reason:
+            # Records of other clusters share the topics; they are not this adapter's business (but a --cluster-id
+            # with a typo follows nothing, and the summary names the clusters there are).
+            if step.other_cluster is not None:
+                if step.other_cluster not in self.outcome.other_clusters:
+                    self.outcome.other_clusters.append(step.other_cluster)
                 return
             self.outcome.skipped += 1
             log.info("skipped: %s", step.reason)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from streams.core.events import BlacklistDelta, BlacklistEntry, BlacklistSnapshot, RemovedEntry
@@ -74,6 +74,7 @@ class Skip:
     """Nothing to do."""
 
     reason: str
+    other_cluster: str | None = field(default=None, repr=False)  # the record was another cluster's (shared topics)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,7 @@ class Follower:
     def on_snapshot(self, snapshot: BlacklistSnapshot) -> Step:
         """Resynchronise: the snapshot's set replaces whatever was applied, unless it is older."""
         if snapshot.cluster_id != self.cluster_id:
-            return Skip(f"snapshot of another cluster: {snapshot.cluster_id}")
+            return Skip(f"snapshot of another cluster: {snapshot.cluster_id}", snapshot.cluster_id)
         applied, version = self.state.applied, self.state.version
         if version is not None and snapshot.version < version:
             return Skip(f"snapshot version {snapshot.version} is older than applied version {version}")
@@ -165,7 +166,7 @@ class Follower:
     def on_delta(self, delta: BlacklistDelta) -> Step:
         """Apply the next version, skip an old one, or report a gap."""
         if delta.cluster_id != self.cluster_id:
-            return Skip(f"delta of another cluster: {delta.cluster_id}")
+            return Skip(f"delta of another cluster: {delta.cluster_id}", delta.cluster_id)
         version = self.state.version
         if version is not None and delta.version <= version:
             return Skip(f"duplicate: version {delta.version} is already applied")

@@ -322,8 +322,11 @@ def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bo
         f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
     )
     why = f": {outcome.problem}" if outcome.problem else ""
+    others = sorted(outcome.other_clusters)
+    hint = (f"; the topics hold blacklists of other clusters only: {', '.join(others[:5])}"
+            f"{' ...' if len(others) > 5 else ''} (--cluster-id)" if outcome.version is None and others else "")
     click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})")
-               + (f"; {outcome.state_problem}" if outcome.state_problem else ""), err=True)
+               + (f"; {outcome.state_problem}" if outcome.state_problem else "") + hint, err=True)
     if as_json:
         document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
                     "dry_run": dry_run}  # fmt: skip

@@ -240,6 +240,17 @@ def test_a_state_file_that_cannot_be_written_does_not_stop_the_adapter(topics: s
     assert status == 0 and outcome["state_problem"] is None and state.exists()
 
 
+def test_a_cluster_id_with_no_record_names_the_clusters_the_topics_hold(topics: str, cluster: str,
+                                                                         tmp_path: Path) -> None:
+    """`--cluster-id` with a typo followed nothing and said only "no blacklist applied yet", exit 0. (Snapshots are
+    looked up by cluster id; the deltas of every cluster pass by, and name the clusters there are.)"""
+    publish(topics, delta(cluster, 1, ("n7",)), snapshot(cluster, 1, ("n7",)))
+    status, outcome, log_text = adapter(topics, f"{cluster}-typo", "file", "--path", str(tmp_path / "b.txt"),
+                                        "--state-file", str(tmp_path / "s.json"), "--known-nodes", "20")
+    assert status == 0 and outcome["version"] is None and cluster in outcome["other_clusters"], outcome
+    assert "the topics hold blacklists of other clusters only" in log_text and cluster in log_text, log_text
+
+
 # --- yarn -------------------------------------------------------------------------------------------------
 
 
