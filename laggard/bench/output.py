@@ -187,6 +187,21 @@ ROWS: list[tuple[str, str, str, int]] = [
 ]
 
 
+def _sized(document: dict[str, Any], label: str, path: str) -> tuple[str, str]:
+    """The running policy's scale rows at the largest cluster measured: --quick measures 1,000 nodes, not the full
+    run's 10,000, and its rows showed '-' where the figures were."""
+    if "running_by_nodes.10000." not in path:
+        return label, path
+    try:
+        sizes = _get(document, "scale.running_by_nodes")
+    except (KeyError, TypeError):
+        return label, path
+    if not sizes or "10000" in sizes:
+        return label, path
+    largest = max(sizes, key=int)
+    return label.replace("10,000", f"{int(largest):,}"), path.replace(".10000.", f".{largest}.")
+
+
 def _cell(document: dict[str, Any], path: str, digits: int) -> str:
     try:
         value = _get(document, path)
@@ -210,7 +225,8 @@ def render(document: dict[str, Any], console: Console) -> None:
     for column in ("stage", "figure", "value"):
         table.add_column(column, justify="right" if column == "value" else "left")
     previous = None
-    for section, label, path, digits in ROWS:
+    for section, row_label, row_path, digits in ROWS:
+        label, path = _sized(document, row_label, row_path)
         table.add_row(section if section != previous else "", label, _cell(document, path, digits))
         previous = section
     console.print(table)

@@ -156,3 +156,16 @@ def test_the_ranked_rate_runs_from_the_first_mark_to_the_last_ranking_so_a_burst
     # the burst-sensitive figure, kept beside it: 8,000 / 18 s against 2,000 / 3 s
     assert round(a["ranked_sustained_per_s"]) == 444 and round(b["ranked_sustained_per_s"]) == 667
     assert a["ranking_lag_s"] == 10.0
+
+
+def test_quick_runs_show_the_running_policys_scale_at_the_size_they_measured() -> None:
+    """`bench --quick` measures the running policy at 1,000 nodes; its six rows, labelled 10,000, showed '-'."""
+    from laggard.bench.output import ROWS, _cell, _sized
+
+    quick = {"scale": {"running_by_nodes": {"1000": {"seconds_per_period": 0.0123, "mb_per_1000_nodes": 4.5}}}}
+    shown = {_sized(quick, label, path)[0]: _cell(quick, _sized(quick, label, path)[1], digits)
+             for _, label, path, digits in ROWS if "running_by_nodes" in path}
+    assert shown["running: ranking s/period, 1,000 nodes"] == "0.012" and shown["running: MB per 1,000 nodes"] == "4.5"
+    full = {"scale": {"running_by_nodes": {"1000": {}, "10000": {"seconds_per_period": 0.5}}}}
+    assert _sized(full, "running: ranking s/period, 10,000 nodes", "scale.running_by_nodes.10000.seconds_per_period") \
+        == ("running: ranking s/period, 10,000 nodes", "scale.running_by_nodes.10000.seconds_per_period")
