@@ -34,7 +34,8 @@ RANKING_DURATION = Histogram("laggard_ranking_duration_seconds",
 PERIOD_LAG = Gauge("laggard_period_lag_seconds",
                    "Wall time minus the event time of the end of the latest ranked window (how far the ranking "
                    "runs behind the cluster; large during a replay of an old trace)", registry=None)
-NODES_SEEN = Gauge("laggard_nodes_seen", "Nodes the ranking saw in its latest window", registry=None)
+NODES_SEEN = Gauge("laggard_nodes_seen", "Nodes the ranking saw in its latest window (the running policy: or judged "
+                   "over its longest scale), the count the cap is a fraction of", registry=None)
 NODES_LISTED = Gauge("laggard_nodes_listed", "Nodes on the blacklist: published (worker) or applied (adapter)",
                      ["process"])
 DELTA_PUBLISHED = Gauge("laggard_delta_version_published", "Latest blacklist version the ranking published",

@@ -42,6 +42,7 @@ def ranking_dict(ranking: Ranking | None) -> dict[str, Any]:
         "window_end_us": ranking.window_end_us,
         "policy": ranking.policy,
         "cap": ranking.cap,
+        "nodes_seen": ranking.seen,  # what the cap is a fraction of (nodes judged beyond the window included)
         "nodes": nodes,
     }
 

@@ -24,7 +24,8 @@ def print_ranking(ranking: Ranking, console: Console, empty: str = NOTHING_TO_RA
     # A policy without levels (the running detector judges tasks, not P-Cores clusters) has none to count or show.
     on_levels = f" on [bold]{levels}[/] P-Cores levels" if levels else ""
     console.print(f"[bold]{len(ranked)}[/] nodes ranked{on_levels}, policy {ranking.policy}"
-                  f"{'' if levels else ' (no levels)'}, cap {ranking.cap} node(s)")
+                  f"{'' if levels else ' (no levels)'}, cap {ranking.cap} node(s)"
+                  + (f" of {ranking.seen:,} seen" if ranking.seen != len(ranked) else ""))
     shown = list(ranked)
     title = "Nodes by level (0 = slowest)" if levels else "Nodes by id"
     sorted_view = len(ranked) > MAX_TABLE_ROWS

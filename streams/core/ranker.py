@@ -16,7 +16,7 @@ from typing import Any
 from streams.core.decision.book import BlacklistBook
 from streams.core.decision.policy import BlacklistPolicy, nodes_seen
 from streams.core.decision.registry import POLICIES
-from streams.core.detection.base import NodeDetector, WindowView, observes_tasks
+from streams.core.detection.base import NodeDetector, WindowView, judges_recent_nodes, observes_tasks
 from streams.core.events import BlacklistDelta, BlacklistSnapshot, NodeSummary, NormalizedTask
 from streams.core.ranking import NodeRank, Ranking
 from streams.core.ranking_config import RankingConfig
@@ -84,8 +84,8 @@ class NodeRanker:
         stats = self._windows.stats()
         view = WindowView(start, end, stats, self._windows.mean_count)
         evidence = self.detector.detect(view)
-        verdicts = self._policy.judge(view, evidence, self._book.listed)
-        seen = nodes_seen(stats, evidence)
+        seen = nodes_seen(stats, evidence, judges_recent_nodes(self.detector))
+        verdicts = self._policy.judge(view, evidence, self._book.listed, seen)
         return Ranking(start, end, self.config.policy, self._rows.ordered(stats, evidence, verdicts),
                        self.config.cap(seen), view.mean_count, seen)
 

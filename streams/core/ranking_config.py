@@ -94,6 +94,6 @@ class RankingConfig:
         return self.min_dwell_periods * self.period_us
 
     def cap(self, nodes_seen: int) -> int:
-        """The most nodes the blacklist may hold when ``nodes_seen`` nodes reported in the window."""
+        """The most nodes the blacklist may hold when ``nodes_seen`` nodes were seen (``policy.nodes_seen``)."""
         # A tiny epsilon keeps 0.1 * 40 from becoming 3.9999999.
         return math.floor(self.max_fraction * nodes_seen + 1e-9)

@@ -2,10 +2,11 @@
 
 The guards live here and hold whatever the detector: the allow-list (never listed) and the deny-list
 (always); the cap, ``floor(max_fraction · nodes seen)`` places, deny-listed nodes included (unless the
-deny-list alone is longer), where a node is seen when it has samples in the window or the detector has evidence
-on it (``nodes_seen``); dwell, a listed node stays ``min_dwell_periods`` full periods after the period
-it was added in, the allow-list and the cap permitting; release, a node leaves when it no longer qualifies,
-with the reason in words, but never while its detector says it is still slow (``Evidence.still_slow``: a
+deny-list alone is longer), where a node is seen when it has samples in the window or, for a detector that
+judges recent nodes only (running), when the detector judged it (``nodes_seen``, counted by the ranker: the policy
+never asks which detector produced the evidence); dwell, a listed node stays ``min_dwell_periods`` full periods
+after the period it was added in, the allow-list and the cap permitting; release, a node leaves when it no longer
+qualifies, with the reason in words, but never while its detector says it is still slow (``Evidence.still_slow``: a
 slower node pushing it off P-Cores level 0, or a test that has not yet seen it recover, is no reason to let it
 go); stability, a listed node that is still a suspect or still slow keeps its place before any new suspect
 takes one, so under the cap the choice does not rotate from period to period (issue 21: 113-120 flaps a run
@@ -27,15 +28,16 @@ NO_EVIDENCE = "not a suspect: the detector has no evidence against it"
 BY_SCORE = highest("score")
 
 
-def nodes_seen(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence]) -> int:
-    """The nodes the cap is a fraction of: those with samples in the window, and those the detector judged.
+def nodes_seen(stats: Mapping[str, NodeStats], evidence: Mapping[str, Evidence], judged_count: bool) -> int:
+    """The nodes the cap is a fraction of: those with samples in the window, and with ``judged_count`` (a detector
+    whose judged nodes are recent ones, ``base.judges_recent_nodes``) those the detector judged.
 
-    A detector may look further back than the window (the running detector's longest scale, 180 min). In a
-    closed loop the difference matters: a node released after an hour on the list got no task while listed,
-    so it has no sample in the window until its new tasks finish, yet it is a node of the cluster. Counting
-    the window alone shrank the cap for a period (100 -> 97 nodes, 10 -> 9 places) and evicted a slow node
-    that was listed again a period later (issue 21, over-cap-2x, closed loop, seed 33)."""
-    return len(stats.keys() | evidence.keys())
+    The running detector looks further back than the window (its longest scale, 180 min). In a closed loop the
+    difference matters: a node released after an hour on the list got no task while listed, so it has no sample in
+    the window until its new tasks finish, yet it is a node of the cluster. Counting the window alone shrank the cap
+    for a period (100 -> 97 nodes, 10 -> 9 places) and evicted a slow node that was listed again a period later
+    (issue 21, over-cap-2x, closed loop, seed 33)."""
+    return len(stats.keys() | evidence.keys()) if judged_count else len(stats)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +67,15 @@ class BlacklistPolicy:
         self._plain_verdicts: dict[str, Verdict] = {}
 
     def judge(self, window: WindowView, evidence: Mapping[str, Evidence],
-              listed: Mapping[str, int]) -> dict[str, Verdict]:
+              listed: Mapping[str, int], seen: int | None = None) -> dict[str, Verdict]:
         """Verdicts for every node in the window, with evidence, on the deny-list or ``listed``
-        (node -> window end at which it was added)."""
+        (node -> window end at which it was added). ``seen``: the nodes the cap is a fraction of (``nodes_seen``),
+        the window's nodes when None."""
         config = self.config
         stats = window.stats
         why_not = self._why_not(stats.keys(), evidence)
         forced = set(config.deny_list)
-        cap = config.cap(nodes_seen(stats, evidence))
+        cap = config.cap(len(stats) if seen is None else seen)
         dwelling = self._within(self._dwelling(listed, window.end_us, forced), max(0, cap - len(forced)), evidence)
         holding = self._within(self._holding(listed, evidence, forced | dwelling),
                                max(0, cap - len(forced) - len(dwelling)), evidence)

@@ -103,6 +103,18 @@ def observes_tasks(detector: object) -> bool:
     return getattr(detector, "observe", None) is not None
 
 
+def judges_recent_nodes(detector: object) -> bool:
+    """Whether the nodes ``detector`` judges are nodes seen recently, to be counted for the cap beside the window's
+    (``policy.nodes_seen``): the running detector judges nodes with a task started over its longest scale (three
+    hours). A detector whose evidence reaches further back (ML-NA's nodes of the last 30 days) or that was never
+    measured so (shift) leaves it off: its cap counts the window's nodes alone.
+
+    >>> judges_recent_nodes(NoopDetector())
+    False
+    """
+    return bool(getattr(detector, "judges_recent_nodes", False))
+
+
 def observe_task(detector: object, event: Event) -> None:
     """Hand a task event to ``detector`` if it watches task events (``TaskObserver``); what ``RankStage.observe``
     does, in every shell (the in-process runner and both engines' rank side), for every valid

@@ -89,6 +89,10 @@ class RunningTaskDetector:
     # the partitions' summaries, provisional values included, as under pcores: no sample crosses one by one, and a
     # source without job ends loses no value to its idle timeout (session 17).
     learns_from_samples = False
+    # It judges the nodes with a task started over its longest scale (and its suspects): nodes of the cluster that
+    # may have no sample in the window yet, such as one released a moment ago after an hour on a closed loop's
+    # list. The cap counts them (``base.judges_recent_nodes``; issue 21, session 26).
+    judges_recent_nodes = True
 
     def __init__(self, scales: Sequence[Scale], z_list: float = 5.0, min_effect: float = 0.3,
                  min_tasks: int = 5, persistence: int = 1, recovery_ratio: float = 0.5, z_release: float = 1.5,
