@@ -13,9 +13,8 @@ from typing import Any
 
 import click
 
+from laggard.errors import INTERRUPTED
 from streams.errors import BrokerUnavailable, CheckpointTooLarge
-
-INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C: 128 + SIGINT, as shells report it
 
 # name -> (module, attribute, one-line help shown by `laggard --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C: 128 + SIGINT, as shells report it
+
 
 class UserError(click.ClickException):
     """A mistake the user can fix (missing file, bad option, unreachable broker).

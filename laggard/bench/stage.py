@@ -86,6 +86,8 @@ def main(argv: list[str]) -> int:
     except kafka.BenchRefused as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return USER_MISTAKE
+    except KeyboardInterrupt:  # SIGTERM from the bench (or Ctrl-C): every `finally` ran; the bench says so, once
+        return 128 + signal.SIGTERM
     figures["peak_mb"] = self_peak_mb()
     sys.stdout.buffer.write(orjson.dumps(figures))
     sys.stdout.flush()

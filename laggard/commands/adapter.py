@@ -15,7 +15,7 @@ import click
 import orjson
 
 from laggard.commands.options import bootstrap_option, serve_health, settings_with
-from laggard.errors import UserError
+from laggard.errors import INTERRUPTED, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 NOT_IN_SYNC = 3
@@ -33,10 +33,10 @@ def adapter() -> None:
     --known-nodes (a count or a file of node names), every node seen in snapshots and deltas, and for k8s
     the nodes the API lists.
 
-    With --once the adapter exits 0 when in sync with the latest version, 3 when a change was refused or
-    failed, or a version gap could not be closed (the state stays at the last applied version), or the
-    state file could not be saved (a full disk: the scheduler has the change); 1, with one line, when no
-    broker answers.
+    Following, Ctrl-C or SIGTERM stops it (exit 0). With --once the adapter exits 0 when in sync with the
+    latest version, 3 when a change was refused or failed, or a version gap could not be closed (the state
+    stays at the last applied version), or the state file could not be saved (a full disk: the scheduler has
+    the change); 130 when Ctrl-C interrupted it; 1, with one line, when no broker answers.
     """
 
 
@@ -305,6 +305,8 @@ def _run(
         logging.getLogger("laggard.adapters").info(
             "interrupted: state kept at %s", _version_words(follower.state.version)
         )
+        if once:  # not "in sync" (0): a cron job must tell an interrupted run from a finished one
+            sys.exit(INTERRUPTED)
         return
     _report(outcome, kind=kind, cluster=cluster, dry_run=dry_run, as_json=as_json)
     if once and (not outcome.in_sync or outcome.state_problem):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 from typing import Any
 
 import click
@@ -14,8 +15,13 @@ from laggard.commands.options import settings_with
 from laggard.errors import UserError
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the bench is so that every `finally` runs (stages, brokers and workers stopped), then
+    reported as a termination (143), not as Ctrl-C (130)."""
+
+
 def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # run every `finally`: stages, brokers and workers are stopped
+    raise _Terminated
 
 
 @click.command()
@@ -57,6 +63,9 @@ def bench(quick: bool, as_json: bool, bootstrap: str | None, size: str | None) -
         document = run_bench(sizes, settings.bootstrap_servers if bootstrap else None)
     except StageFailed as exc:
         raise UserError(str(exc) if not exc.user_mistake else "the bench refused to run (see above)") from None
+    except _Terminated:
+        click.echo("terminated", err=True)
+        sys.exit(128 + signal.SIGTERM)
     finally:
         signal.signal(signal.SIGTERM, previous)
     if as_json:

@@ -21,7 +21,7 @@ from rich.table import Table
 
 from laggard.commands.options import policies_epilog, settings_with, stdout_console
 from laggard.commands.run import ranking_options
-from laggard.errors import UserError
+from laggard.errors import INTERRUPTED, UserError
 from streams.config import ranking_config
 from streams.settings import Settings
 
@@ -99,7 +99,7 @@ def scenarios(seeds: str, only: tuple[str, ...], loop_names: str, workers: int, 
         results = run_suite(chosen, seed_list, loops, overrides, workers, lambda line: err.print(line, highlight=False))
     except KeyboardInterrupt:  # the runs in flight are stopped (run_suite); what finished is not a suite's table
         err.print("interrupted: no table, no plots written", highlight=False)
-        raise SystemExit(130) from None
+        raise SystemExit(INTERRUPTED) from None
     rows = summarise(results)
     if plot_dir is not None:
         from laggard.report.scenario_plots import plot_timelines

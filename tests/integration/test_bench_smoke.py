@@ -115,3 +115,29 @@ def test_bench_rejects_a_bootstrap_that_is_not_host_port() -> None:
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 2 and "HOST:PORT" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_sigterm_stops_the_bench_with_143_and_leaves_nothing_running(traces_dir: Path, tmp_path: Path) -> None:
+    """A bench stopped by its supervisor (SIGTERM) while its Kafka stage ran printed the stage's KeyboardInterrupt
+    traceback and exited 130, as if Ctrl-C had stopped it; its broker and workers must be gone either way."""
+    import os
+    import signal
+    import time
+
+    err_path = tmp_path / "stderr"
+    with err_path.open("w") as err:
+        process = subprocess.Popen([sys.executable, "-m", "laggard", "bench", "--size", "tiny", "--json"],
+                                   stdout=subprocess.DEVNULL, stderr=err,
+                                   env={**os.environ, "LAGGARD_TRACES_DIR": str(traces_dir)})
+        deadline = time.monotonic() + 300
+        while "pre-loading" not in err_path.read_text():  # the broker and its topics are up
+            assert process.poll() is None and time.monotonic() < deadline, err_path.read_text()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        returncode = process.wait(timeout=180)
+    text = err_path.read_text()
+    assert returncode == 128 + signal.SIGTERM and text.rstrip().endswith("terminated"), text
+    assert "Traceback" not in text, text
+    running = subprocess.run(["ps", "-eo", "stat,args"], capture_output=True, text=True, check=True).stdout
+    leftovers = [line for line in running.splitlines() if "laggard-bench-" in line and not line.startswith("Z")]
+    assert not leftovers, leftovers

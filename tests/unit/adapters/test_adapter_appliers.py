@@ -290,3 +290,23 @@ def test_the_once_summary_says_what_was_applied_and_why_it_is_not_in_sync(capsys
     assert first.startswith("cluster default: no blacklist applied yet, 0 node(s) blacklisted; 0 applied, 1 refused")
     assert first.endswith("(NOT in sync: POST http://127.0.0.1:39998/hook: connection refused)")
     assert second == "cluster c: version 4 applied, 1 node(s) blacklisted; 2 applied, 0 refused, 0 skipped"
+
+
+def test_the_once_summary_names_an_unsaved_state_file_and_the_clusters_a_wrong_id_missed(capsys) -> None:
+    """Both were a log line only: a state file a full disk would not take, and a --cluster-id that matched nothing
+    while deltas of other clusters went by (a typo)."""
+    from adapters.consumer import Outcome
+    from laggard.commands.adapter import _report
+
+    unsaved = "state file /full/disk/state.json not saved (No space left on device)"
+    _report(Outcome(applied=1, version=1, blacklist=["n1"], state_problem=unsaved), kind="file", cluster="c",
+            dry_run=False, as_json=False)  # fmt: skip
+    others = [f"cluster-{i}" for i in range(7, 0, -1)]
+    _report(Outcome(other_clusters=others), kind="file", cluster="clustr-1", dry_run=False, as_json=False)
+    _report(Outcome(applied=1, version=2, other_clusters=others), kind="file", cluster="c", dry_run=False,
+            as_json=False)  # fmt: skip
+    saved, missed, ours = capsys.readouterr().err.splitlines()
+    assert saved.endswith(f"; {unsaved}") and "NOT in sync" not in saved
+    assert missed.endswith("; the topics hold blacklists of other clusters only: cluster-1, cluster-2, cluster-3, "
+                           "cluster-4, cluster-5 ... (--cluster-id)")
+    assert "other clusters" not in ours  # its own version applied: other clusters sharing the topics are normal
