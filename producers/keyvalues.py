@@ -43,13 +43,13 @@ def parse_key_values(
             continue
         key, sep, raw = item.partition("=")
         key, raw = key.strip(), raw.strip()
-        if key in raws:
-            raise ValueError(f"{kind}: {key} is given twice ({raws[key]} and {raw}): give it once")
-        raws[key] = raw
         if not sep and key in keys:
             raise ValueError(f"{kind}: {key} has no value: expected {key}=VALUE")
         if not sep or key not in keys:
             raise ValueError(f"{kind}: unknown key {key!r} (known: {', '.join(keys)})")
+        if key in raws:
+            raise ValueError(f"{kind}: {key} is given twice ({raws[key]} and {raw}): give it once")
+        raws[key] = raw
         try:
             value = convert(key, raw)
         except ValueError:

@@ -276,7 +276,7 @@ def print_report(document: dict[str, Any]) -> None:
             console.print(f"forward check ({document['default_classifier']}): tasks on predicted weak nodes straggled "
                           f"{lift['lift']:.2f}x the cluster's rate ({lift['lift_low']:.2f}-{lift['lift_high']:.2f}, "
                           f"{lift['landed_tasks']:,} tasks on {lift['nodes_listed']} nodes)")
-    if len(document["traces"]) > 1:
+    if len(document["traces"]) > 1 and any(trace["periods"] for trace in document["traces"]):
         _print_table(console, f"mean over {len(document['traces'])} traces, vs the automatic labels",
                      document["mean"]["table"])
         if document["mean"].get("table_truth"):

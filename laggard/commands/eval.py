@@ -182,8 +182,8 @@ def plot_f1(rows: list[dict[str, Any]], methods: Iterable[str], path: str, title
     "spark-q0.9-m3, spark-node, node-slow, hadoop, hawkeye; elapsed-tau as a yardstick) runs over the "
     "traces, and each family's configuration is chosen on all jobs but one and scored on that one (or all "
     "traces but one, when --trace is given several times): the leave-one-out table.\n\n"
-    "Example: laggard eval --trace google2011-usage:../shared/traces/google2011-nurd-timeseries/"
-    "timeseriesspecsixtotal --methods nurd,supervised,spark",
+    "Example: laggard eval --trace google2011-usage --methods nurd,supervised,spark (the usage series under "
+    "LAGGARD_TRACES_DIR; google2011-usage:DIR for others)",
 )
 @click.option(
     "--trace",

@@ -146,8 +146,8 @@ def plot_reductions(summary: dict[str, dict[str, dict[str, Any]]], path: str, ti
     help="Replay each job with a scheduler that relaunches flagged tasks, and measure the job completion "
     "time saved (Nurd's Algorithms 2 and 3). A scheduler that honours the blacklist instead is simulated by "
     "laggard run and laggard demo.\n\n"
-    "Example: laggard simulate --trace google2011-usage:../shared/traces/google2011-nurd-timeseries "
-    "--methods nurd,supervised,spark --spares unlimited,0 --plot jct.png",
+    "Example: laggard simulate --trace google2011-usage --methods nurd,supervised,spark --spares unlimited,0 "
+    "--plot jct.png (the usage series under LAGGARD_TRACES_DIR; google2011-usage:DIR for others)",
 )
 @click.option("--trace", "spec", required=True, metavar="FORMAT:PATH", help="e.g. google2011-usage:DIR")
 @click.option(

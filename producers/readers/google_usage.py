@@ -175,7 +175,8 @@ class UsageEvents:
                     else:
                         rows.append(parsed)
         except UnicodeDecodeError:  # a binary file whose name is a number (a JVM's perf data under /tmp)
-            self.bad_rows.append(BadRow(str(file), line + 1, "not a text file: the rest of it is skipped"))
+            self.bad_rows.append(BadRow(str(file), line + 1, "not a text file: the whole file is skipped"))
+            return  # rows read before the bytes that are not text would make a truncated task
         if not rows:
             return
         task_id, rank = file.name, _task_rank(file.name)

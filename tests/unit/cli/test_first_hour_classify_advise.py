@@ -69,6 +69,8 @@ def test_classify_on_a_trace_shorter_than_a_period_says_which_options_to_use() -
     assert len(notes) == 1 and "--sub-period 1h --period" in notes[0], result.stderr
     # the summary line, and no tables of dashes (empty period and prediction tables were printed)
     assert "0 periods" in result.stdout and "precision" not in result.stdout, result.stdout
+    pooled = invoke("classify", "--trace", "drifting:nodes=20,days=1", "--seeds", "1,2", "--classifiers", "forest")
+    assert pooled.exit_code == 0 and "mean over 2 traces" not in pooled.stdout, pooled.stdout  # a mean of nothing
 
 
 def test_advise_query_refuses_a_missing_blacklist_file(tmp_path: Path) -> None:

@@ -160,4 +160,4 @@ def test_a_binary_file_named_by_a_number_is_a_bad_row_not_the_end_of_the_read(tm
     assert sum(isinstance(e, TaskCheckpoint) for e in events) == 2
     assert {e.task_id for e in events if isinstance(e, TaskStart)} == {"0"}
     assert [(Path(b.file).name, b.reason) for b in trace.bad_rows] == [("1",
-                                                                          "not a text file: the rest of it is skipped")]
+                                                                          "not a text file: the whole file is skipped")]
