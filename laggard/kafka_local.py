@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -25,6 +24,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from laggard.kafka_log import bind_failure, fatal_cause
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 STATE_DIR = REPO_ROOT / ".laggard"
@@ -246,16 +247,6 @@ def _port_bindable(port: int) -> bool:
             return False
 
 
-def _bind_failure(log_file: Path) -> str | None:
-    """The port named in a 'failed to bind' line of the broker's log, if it stopped for that."""
-    try:
-        text = log_file.read_text(errors="replace")
-    except OSError:
-        return None
-    found = re.findall(r"failed to bind to [^\s:]+:(\d+)", text)
-    return found[-1] if found else None
-
-
 def answers_metadata(bootstrap: str, timeout_ms: int = 3000) -> bool:
     """True when a client can fetch cluster metadata from ``bootstrap``."""
     from kafka import KafkaAdminClient
@@ -343,8 +334,9 @@ def _wait_until_up(broker: Broker, process: subprocess.Popen[bytes], timeout_s: 
     while time.monotonic() < deadline:
         if process.poll() is not None:
             broker.pid_file.unlink(missing_ok=True)
-            unbound = _bind_failure(broker.log_file)
-            why = f": port {unbound} could not be bound (in use); choose other ports" if unbound else ""
+            unbound, cause = bind_failure(broker.log_file), fatal_cause(broker.log_file)
+            why = (f": port {unbound} could not be bound (in use); choose other ports" if unbound
+                   else f": {cause}" if cause else "")
             raise KafkaLocalError(f"the broker exited with {process.returncode}{why}; see {broker.log_file}")
         if serving(broker):
             return process.pid, True

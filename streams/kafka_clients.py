@@ -136,9 +136,12 @@ def admin(settings: Settings, **overrides: Any) -> KafkaAdminClient:
     try:
         return KafkaAdminClient(**_common(settings), **options)
     except KafkaTimeoutError as exc:  # the port accepted connections (``probe``): something answered, not Kafka
+        # A TLS or SASL listener also stays silent to a plaintext client: say so when the client spoke plaintext
+        listener = (", or a TLS/SASL listener: LAGGARD_SECURITY_PROTOCOL" if settings.security_protocol == "PLAINTEXT"
+                    else "")
         raise BrokerSilent(settings.bootstrap_servers, f"it accepts connections but answered no Kafka request "
                            f"within {options['bootstrap_timeout_ms'] / 1000:.0f} s (another service on that "
-                           "port?)") from exc
+                           f"port{listener}?)") from exc
 
 
 def wait_for_broker(settings: Settings, timeout_s: float = 30.0) -> None:

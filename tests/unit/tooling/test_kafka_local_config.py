@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from laggard import kafka_local
+from laggard import kafka_local, kafka_log
 
 
 def test_cluster_ids_are_22_url_safe_characters_never_starting_with_a_dash() -> None:
@@ -45,10 +45,31 @@ def test_a_broker_that_died_on_a_bind_names_the_port(tmp_path: Path) -> None:
         "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:39334: Address already "
         "in use.\n"
     )
-    assert kafka_local._bind_failure(log) == "39334"
+    assert kafka_log.bind_failure(log) == "39334"
     log.write_text("[2026-11-21] INFO all good\n")
-    assert kafka_local._bind_failure(log) is None
-    assert kafka_local._bind_failure(tmp_path / "missing.log") is None
+    assert kafka_log.bind_failure(log) is None
+    assert kafka_log.bind_failure(tmp_path / "missing.log") is None
+
+
+def test_a_broker_that_died_on_its_keystore_says_why_in_one_line(tmp_path: Path) -> None:
+    """`kafka start --keystore` with a wrong password said only "the broker exited with 1; see server.log"; the
+    cause was 30 lines into a stack trace there (the shape of Kafka 3.9's log, shortened)."""
+    log = tmp_path / "server.log"
+    log.write_text(
+        "[2026-11-29 03:07:49,170] ERROR [BrokerServer id=1] Fatal error during broker startup. Prepare to shutdown "
+        "(kafka.server.BrokerServer)\n"
+        "org.apache.kafka.common.KafkaException: Failed to load SSL keystore /x/broker.p12 of type PKCS12\n"
+        "\tat org.apache.kafka.common.security.ssl.DefaultSslEngineFactory.load(DefaultSslEngineFactory.java:375)\n"
+        "Caused by: java.io.IOException: keystore password was incorrect\n"
+        "\tat java.base/sun.security.pkcs12.PKCS12KeyStore.engineLoad(PKCS12KeyStore.java:2097)\n"
+        "Caused by: java.security.UnrecoverableKeyException: failed to decrypt safe contents entry\n"
+        "[2026-11-29 03:07:49,293] INFO [QuorumController id=1] writeNoOpRecord: event unable to start processing "
+        "because of RejectedExecutionException (treated as TimeoutException). Exception message: shutting down\n"
+    )
+    assert kafka_log.fatal_cause(log) == ("Failed to load SSL keystore /x/broker.p12 of type PKCS12 "
+                                          "(keystore password was incorrect)")
+    log.write_text("[2026-11-29] ERROR a request failed (the broker went on)\norg.x.SomeException: no\n")
+    assert kafka_log.fatal_cause(log) is None and kafka_log.fatal_cause(tmp_path / "missing.log") is None
 
 
 def test_status_of_a_broker_that_is_not_running_exits_3_and_names_the_data_dir(tmp_path: Path) -> None:
@@ -90,5 +111,5 @@ def test_a_port_held_by_another_service_is_named_as_such_not_waited_on_for_half_
     finally:
         server.shutdown()
         server.server_close()
-    assert "accepts connections but answered no Kafka request within 10 s (another service on that port?)" in \
-        str(result.exception)  # what `laggard`'s entry point prints in one line
+    assert "accepts connections but answered no Kafka request within 10 s (another service on that port, or a " \
+        "TLS/SASL listener: LAGGARD_SECURITY_PROTOCOL?)" in str(result.exception)  # the entry point's one line
