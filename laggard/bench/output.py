@@ -170,13 +170,13 @@ ROWS: list[tuple[str, str, str, int]] = [
     ("scale", "ranking s/period, 10,000 nodes", "scale.by_nodes.10000.seconds_per_period", 3),
     ("scale", "ranking s/period, 100,000 nodes", "scale.by_nodes.100000.seconds_per_period", 3),
     ("scale", "ranking MB per 1,000 nodes", "scale.by_nodes.10000.mb_per_1000_nodes", 1),
-    ("scale", "running: ranking s/period, 10,000 nodes", "scale.running_by_nodes.10000.seconds_per_period", 3),
-    ("scale", "running: mean period (s), 10,000 nodes", "scale.running_by_nodes.10000.mean_seconds_per_period", 3),
-    ("scale", "running: slowest period (s), 10,000 nodes", "scale.running_by_nodes.10000.max_seconds_per_period", 3),
-    ("scale", "running: task events s/period, 10,000 nodes", "scale.running_by_nodes.10000.observe_seconds_per_period",
-     3),
-    ("scale", "running: MB per 1,000 nodes", "scale.running_by_nodes.10000.mb_per_1000_nodes", 1),
-    ("scale", "running: peak MB per 1,000 nodes", "scale.running_by_nodes.10000.peak_mb_per_1000_nodes", 1),
+    ("scale", "running: ranking s/period, {nodes} nodes", "scale.running_by_nodes.{size}.seconds_per_period", 3),
+    ("scale", "running: mean period (s), {nodes} nodes", "scale.running_by_nodes.{size}.mean_seconds_per_period", 3),
+    ("scale", "running: slowest period (s), {nodes} nodes", "scale.running_by_nodes.{size}.max_seconds_per_period", 3),
+    ("scale", "running: task events s/period, {nodes} nodes",
+     "scale.running_by_nodes.{size}.observe_seconds_per_period", 3),
+    ("scale", "running: MB per 1,000 nodes", "scale.running_by_nodes.{size}.mb_per_1000_nodes", 1),
+    ("scale", "running: peak MB per 1,000 nodes", "scale.running_by_nodes.{size}.peak_mb_per_1000_nodes", 1),
     ("memory", "floors stage peak (MB)", "floors.peak_mb", 0),
     ("memory", "in-process stage peak (MB)", "inprocess.peak_mb", 0),
     ("memory", "nurd cost stage peak (MB)", "nurd_cost.peak_mb", 0),
@@ -188,18 +188,16 @@ ROWS: list[tuple[str, str, str, int]] = [
 
 
 def _sized(document: dict[str, Any], label: str, path: str) -> tuple[str, str]:
-    """The running policy's scale rows at the largest cluster measured: --quick measures 1,000 nodes, not the full
-    run's 10,000, and its rows showed '-' where the figures were."""
-    if "running_by_nodes.10000." not in path:
+    """A running-policy scale row at the largest cluster measured ({size} in its path, {nodes} in its label): --quick
+    measures 1,000 nodes, not the full run's 10,000, and fixed rows showed '-' where its figures were."""
+    if "{size}" not in path:
         return label, path
     try:
-        sizes = _get(document, "scale.running_by_nodes")
+        sizes = list(_get(document, "scale.running_by_nodes"))
     except (KeyError, TypeError):
-        return label, path
-    if not sizes or "10000" in sizes:
-        return label, path
-    largest = max(sizes, key=int)
-    return label.replace("10,000", f"{int(largest):,}"), path.replace(".10000.", f".{largest}.")
+        sizes = []
+    size = max(sizes, key=int) if sizes else "10000"
+    return label.format(nodes=f"{int(size):,}"), path.format(size=size)
 
 
 def _cell(document: dict[str, Any], path: str, digits: int) -> str:
