@@ -226,9 +226,32 @@ class BurstFilter(logging.Filter):
         return True
 
 
+class CoordinatorNotYet(logging.Filter):
+    """aiokafka logs an ERROR when the broker has no group coordinator yet, which is what every broker's first
+    start looks like for a second while it creates its offsets topic (a new user's first ``laggard worker`` showed
+    it): the client retries and joins. The line becomes a WARNING that says so.
+
+    >>> failed = ("[Error 15] GroupCoordinatorNotAvailableError",)
+    >>> record = logging.LogRecord("aiokafka.consumer.group_coordinator", logging.ERROR, "", 0,
+    ...                            "Group Coordinator Request failed: %s", failed, None)
+    >>> CoordinatorNotYet().filter(record), record.levelname, record.getMessage()[-44:]
+    (True, 'WARNING', 'creates it on its first start); retrying ...')
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (record.levelno == logging.ERROR and record.name.startswith("aiokafka")
+                and str(record.msg).startswith("Group Coordinator Request failed")
+                and "GroupCoordinatorNotAvailable" in record.getMessage()):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = ("%s (the broker has no group coordinator yet, as a broker that creates it "
+                                       "on its first start); retrying ...", (record.getMessage(),))
+        return True
+
+
 def quiet_client_bursts(handlers: Iterable[logging.Handler], every_s: float = 30.0) -> None:
-    """Put one ``BurstFilter``, shared, on each handler (idempotent)."""
+    """Put one ``BurstFilter``, shared, and a ``CoordinatorNotYet`` on each handler (idempotent)."""
     burst = BurstFilter(every_s)
     for handler in handlers:
         if not any(isinstance(existing, BurstFilter) for existing in handler.filters):
+            handler.addFilter(CoordinatorNotYet())
             handler.addFilter(burst)

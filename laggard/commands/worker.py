@@ -132,7 +132,9 @@ def run_faust(settings: Settings, partitions: int, health: Health, loglevel: str
     class Worker(faust.Worker):  # type: ignore[misc]  # Faust's classes are untyped
         def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
             super().on_setup_root_logger(logger, level)
-            # a broker that is away is a few lines, not thousands of client connection errors
+            # a broker that is away is a few lines, not thousands of client connection errors; kafka-python's
+            # clients (the caught-up probe, the published blacklist's reader) say only what matters, as on direct
+            logging.getLogger("kafka").setLevel(max(logging.WARNING, level))
             quiet_client_bursts(logger.handlers)
 
     Worker(app, loglevel=loglevel.upper()).execute_from_commandline()

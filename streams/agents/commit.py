@@ -51,6 +51,7 @@ import faust
 from prometheus_client import Counter
 
 from streams.agents.seeks import notify_seeks, views_of
+from streams.agents.shutdown import settle_consumer_stop
 
 log = logging.getLogger(__name__)
 
@@ -149,5 +150,6 @@ class CommitSafeApp(faust.App):
 
     def _new_consumer(self) -> Any:
         # Every seek, Faust's or ours, is told to the agents' views of what they took (streams.agents.seeks).
-        return replay_uncommitted(notify_seeks(super()._new_consumer(), views_of(self)),
-                                  lambda topic: bool(self.topics.acks_enabled_for(topic)))
+        # Its stop ends at once when the broker is gone (streams.agents.shutdown).
+        consumer = settle_consumer_stop(notify_seeks(super()._new_consumer(), views_of(self)))
+        return replay_uncommitted(consumer, lambda topic: bool(self.topics.acks_enabled_for(topic)))

@@ -143,3 +143,33 @@ def test_a_checkpoint_read_begun_while_the_broker_is_away_waits_for_it_and_retur
         assert found == {"rank:0": b"the ranking's state"}
         # read while the broker came back, not once it was back: a first attempt failed, said so, and was made again
         assert "reading the checkpoints: the broker does not answer" in caplog.text
+
+
+@pytest.mark.timeout(300)
+def test_a_faust_worker_stopped_while_its_broker_is_away_exits_at_once_without_a_traceback(tmp_path: Path) -> None:
+    """The broker stopped first (the wrong order in a shell, or a node drained with both on it), then SIGTERM to
+    `laggard worker` (Faust, the default engine): it used to wait mode's whole 60 s shutdown timeout, its consumer
+    thread's close having died of a CancelledError, and print that traceback as ~80 WARNING lines, one per line and
+    per caret (streams.agents.shutdown). It now exits in a few seconds, with one line about the consumer's close.
+    The bound, 30 s, is half of the timeout it used to wait: a stop, not a speed."""
+    worker_port = kafka_local.free_ports(1)[0]
+    log = tmp_path / "worker.log"
+    with own_broker(tmp_path / "broker") as broker:
+        worker = start(["worker", "--bootstrap", broker.bootstrap, "--partitions", str(PARTITIONS), "--web-port",
+                        "0", "--metrics-port", str(worker_port)], log, LAGGARD_DATA_DIR=str(tmp_path / "faust"))
+        try:
+            wait_until(lambda: get(worker_port, "/readyz")[0] == 200, 120, "the worker's /readyz", log)
+            kafka_local.stop(broker)
+            time.sleep(3)  # the worker notices: its fetcher sleeps between retries, as it would after any outage
+            lines_before = len(log.read_text(errors="replace").splitlines())
+            began = time.monotonic()
+            worker.send_signal(signal.SIGTERM)
+            code = worker.wait(120)
+            took = time.monotonic() - began
+        finally:
+            stop(worker)
+    after = log.read_text(errors="replace").splitlines()[lines_before:]
+    assert took < 30, f"the worker took {took:.0f} s to stop:\n" + "\n".join(after[-30:])
+    assert code == 0, "\n".join(after[-30:])
+    assert not [line for line in after if "Traceback" in line], "\n".join(after)
+    assert any("did not close cleanly" in line for line in after), "\n".join(after)
