@@ -38,7 +38,8 @@ def print_ranking(ranking: Ranking, console: Console, empty: str = NOTHING_TO_RA
 
         shown.sort(key=weight)
         title = ("Nodes, blacklisted first, then by the lower end of their 95% interval"
-                 + (" (level 0 = slowest)" if levels else ""))
+                 + (" (level 0 = slowest)" if levels else
+                    " of finished tasks' z (the detector also weighs tasks still running: see why)"))
     table = Table(title=title, title_justify="left")
     for name in ("level", "node", "n", "mean z", "std", "95% interval")[0 if levels else 1:]:
         table.add_column(name, justify="right" if name in ("n", "mean z", "std") else "left", no_wrap=True)
@@ -47,8 +48,10 @@ def print_ranking(ranking: Ranking, console: Console, empty: str = NOTHING_TO_RA
         s = row.stats
         assert s is not None
         interval = "-" if s.ci_low is None or s.ci_high is None else f"[{s.ci_low:+.3f}, {s.ci_high:+.3f}]"
-        # Above level 0 the level says it all; below, the guard that kept a node off matters.
-        note = "[bold red]BLACKLISTED[/]" if row.blacklisted else ("" if row.level and not sorted_view else row.reason)
+        # Above level 0 the level says it all; below, the guard that kept a node off matters. Without levels, a
+        # listed node's mean z (finished tasks only) may be negative while its running tasks lag: say what found it.
+        note = ("[bold red]BLACKLISTED[/]" + ("" if levels else f": {_headline(row.reason)}") if row.blacklisted
+                else "" if row.level and not sorted_view else row.reason)
         cells = (row.node_id, str(s.n), f"{s.mean:+.3f}", f"{s.std:.3f}", interval, note)
         table.add_row(*(("-" if row.level is None else str(row.level), *cells) if levels else cells))
     console.print(table)
@@ -59,3 +62,24 @@ def print_ranking(ranking: Ranking, console: Console, empty: str = NOTHING_TO_RA
     console.print(f"\n[bold]Blacklist[/] {title}")
     for row in listed:
         console.print(f"  [bold red]{row.node_id}[/]: {row.reason}")
+
+
+def _headline(reason: str) -> str:
+    """A reason's first clause, and the detector's when the policy's comes first (the blacklist below gives both
+    whole). Clauses end at ": " or "; " outside parentheses.
+
+    >>> _headline("clearly slow over 60 min for 2 periods: its 7 tasks run +1.3 job std behind (z 11; 3 looks)")
+    'clearly slow over 60 min for 2 periods'
+    >>> _headline("held: still slow (n=6, interval [-0.54, +1.48]); still slow: found +1.66 job std behind, ...")
+    'held, still slow'
+    """
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(reason):
+        depth += (char in "([") - (char in ")]")
+        if depth == 0 and reason.startswith(("; ", ": "), i):
+            parts.append((reason[start:i], reason[i]))
+            start = i + 2
+    parts.append((reason[start:], ""))
+    head = parts[0][0]
+    after = [text for (text, _), (_, mark) in zip(parts[1:], parts, strict=False) if mark == ";"]
+    return head if not after else f"{head}, {after[-1]}"

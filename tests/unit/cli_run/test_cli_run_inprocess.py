@@ -137,6 +137,9 @@ def test_csv_run_prints_ranking_deltas_and_counts(tmp_path):
     assert "Final ranking" in out and "Nodes by id" in out and "(no levels)" in out and "P-Cores" not in out
     blacklist = out.split("Blacklist", 1)[1].split("Deltas", 1)[0]
     assert all(node in blacklist for node in slow)
+    # without levels a listed row says what found it (its mean z counts finished tasks only)
+    listed = [line for line in out.splitlines() if "BLACKLISTED" in line]
+    assert len(listed) == 2 and all("BLACKLISTED: clearly slow over" in line for line in listed), listed
     assert "v1 at trace time" in out and "+ n05" in out and "+ n22" in out
     assert "bad rows" in out and "line" in out  # the bad row is counted and shown
     assert "attempt did not finish in the trace (start only)" in out  # a skip says why
