@@ -76,6 +76,7 @@ class FakeApp:
         self.revoked: list[Any] = []
         self.assigned: list[Any] = []
         self.timers: list[Callable[[], Any]] = []
+        self.futures: list[asyncio.Future[Any]] = []
         self.on_partitions_revoked = SimpleNamespace(connect=self.revoked.append)
         self.on_partitions_assigned = SimpleNamespace(connect=self.assigned.append)
         self.flow_control = SimpleNamespace(is_active=lambda: True)
@@ -95,9 +96,18 @@ class FakeApp:
         for handler in self.revoked:
             await handler(None, set(tps))
 
+    def add_future(self, coro: Any) -> asyncio.Future[Any]:
+        """As mode's: the coroutine runs in a future of its own (the timers start their asks so)."""
+        future = asyncio.ensure_future(coro)
+        self.futures.append(future)
+        return future
+
     async def ask_ends(self) -> None:
+        """Every timer's step, and the asks they started, to their end."""
         for timer in self.timers:
             await timer()
+        await asyncio.gather(*self.futures)
+        self.futures.clear()
 
 
 class FakeStream:
