@@ -19,6 +19,7 @@ from typing import Any
 
 from kubernetes.client import CoreV1Api
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from adapters.base import ApplyError, prefix
 from adapters.follower import Change
@@ -97,16 +98,26 @@ class K8sApplier:
 
     def _list(self) -> list[Any]:
         try:
-            return list(self.api.list_node().items)
+            return list(self._reach(self.api.list_node).items)
         except ApiException as exc:
             raise ApplyError(f"cannot list nodes: HTTP {exc.status} {exc.reason}") from exc
+
+    def _reach(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call`` to the API server; one that cannot reach it (refused, unresolvable, TLS, timed out after the
+        client's retries) is a change the scheduler did not take, retried like any other, not a crash."""
+        try:
+            return call(*args, **kwargs)
+        except HTTPError as exc:  # urllib3's: MaxRetryError, ProtocolError, SSLError, ...
+            host = getattr(self.api.api_client.configuration, "host", "?")
+            cause = getattr(exc, "reason", None) or exc
+            raise ApplyError(f"cannot reach the Kubernetes API at {host}: {type(cause).__name__}: {cause}") from exc
 
     def _guarded(self, name: str, make_patch: Callable[[Any], dict[str, Any] | None]) -> None:
         """Read the node, build a patch at its resourceVersion, send it; on 409 read again and retry."""
         delay = self.backoff_s
         for attempt in range(1, self.attempts + 1):
             try:
-                node: Any = self.api.read_node(name)
+                node: Any = self._reach(self.api.read_node, name)
             except ApiException as exc:
                 if exc.status == 404:
                     log.warning("node %s is not in the Kubernetes API: nothing to do for it", name)
@@ -119,7 +130,7 @@ class K8sApplier:
             if self.dry_run:
                 return
             try:
-                self.api.patch_node(name, patch, _content_type=MERGE_PATCH)
+                self._reach(self.api.patch_node, name, patch, _content_type=MERGE_PATCH)
                 return
             except ApiException as exc:
                 if exc.status != 409:

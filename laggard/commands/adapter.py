@@ -348,6 +348,7 @@ def _known_nodes(value: str | None) -> int | frozenset[str] | None:
 
 
 def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -361,6 +362,9 @@ def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
                 config.load_kube_config(context=context)
     except (ConfigException, OSError) as exc:
         raise UserError(f"no Kubernetes configuration ({exc}): pass --kubeconfig FILE or run in a pod") from exc
+    except yaml.YAMLError as exc:  # a kubeconfig that is not YAML at all
+        where = kubeconfig or "~/.kube/config"
+        raise UserError(f"the Kubernetes configuration {where} is not YAML: {str(exc).splitlines()[0]}") from exc
     return client.CoreV1Api()
 
 

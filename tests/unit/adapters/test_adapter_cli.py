@@ -117,3 +117,26 @@ def test_a_file_in_a_missing_directory_is_refused_not_created(tmp_path: Path, ki
     error = one_line_error(invoke(kind, option, str(target), "--once", "--bootstrap", "127.0.0.1:1"))
     assert "does not exist" in error and "no-such-dir" in error
     assert not target.parent.exists()
+
+
+def test_k8s_with_a_kubeconfig_that_is_not_yaml_says_so(tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_text("key: [unclosed\n")
+    assert "is not YAML" in one_line_error(invoke("k8s", "--kubeconfig", str(config)))
+
+
+def test_k8s_applier_that_cannot_reach_the_api_server_raises_apply_error_not_a_crash(tmp_path: Path) -> None:
+    """The real Kubernetes client against a port where nothing listens: the adapter's consumer retries an
+    ApplyError (and --once exits 3); urllib3's MaxRetryError used to escape as a traceback and end the adapter."""
+    from kubernetes import client
+
+    from adapters.base import ApplyError
+    from adapters.k8s import K8sApplier
+    from laggard.kafka_local import free_ports
+
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{free_ports(1)[0]}"
+    configuration.retries = 0
+    applier = K8sApplier(client.CoreV1Api(client.ApiClient(configuration)), "default")
+    with pytest.raises(ApplyError, match=r"cannot reach the Kubernetes API at http://127\.0\.0\.1"):
+        applier.known_nodes()
