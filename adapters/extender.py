@@ -32,6 +32,7 @@ a 400; ``internal``: a 500), and ``laggard_events_in{topic,reader="adapter-exten
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -57,10 +58,14 @@ REQUESTS = Counter("laggard_extender_requests", "Scheduler-extender requests ans
 NODES = Counter("laggard_extender_nodes", "Candidate nodes judged, per verb and verdict (allowed, avoided, listed)",
                 ["verb", "verdict"])
 _VERDICT_LABEL = {"allow": "allowed", "avoid": "avoided"}
-ERRORS = Counter("laggard_extender_errors", "Requests that failed: bad-request (400) or internal (500)", ["kind"])
+ERRORS = Counter("laggard_extender_errors", "Requests that failed: bad-request (400), too-large (413), timeout "
+                 "(408: the body did not arrive) or internal (500)", ["kind"])
 
 TASK_TYPE_KEY = "laggard.io/task-type"
 MAX_BODY_BYTES = 256 << 20  # an ExtenderArgs of 5,000 Node objects (Kubernetes' largest supported cluster)
+# The scheduler gives an extender 30 s by default (ExtenderConfig.httpTimeout): a body that has not arrived by then
+# (a client that declared more bytes than it sends) is answered, not waited for with its connection held.
+BODY_TIMEOUT_S = 30.0
 StatusOf = Callable[[str, str], NodeStatus]  # (node, task type) -> status
 
 
@@ -170,12 +175,14 @@ class Extender:
         advice = self._advice("prioritize", task_type, names)
         return [{"Host": a.node_id, "Score": self.adviser.priority(a)} for a in advice]
 
-    def app(self) -> web.Application:
+    def app(self, body_timeout_s: float = BODY_TIMEOUT_S) -> web.Application:
         async def filter_(request: web.Request) -> web.Response:
-            return self._answer(self.filter, await request.read())
+            body = await _body(request, body_timeout_s)
+            return body if isinstance(body, web.Response) else self._answer(self.filter, body)
 
         async def prioritize(request: web.Request) -> web.Response:
-            return self._answer(self.prioritize, await request.read())
+            body = await _body(request, body_timeout_s)
+            return body if isinstance(body, web.Response) else self._answer(self.prioritize, body)
 
         async def healthz(_: web.Request) -> web.Response:
             return web.Response(text="ok")
@@ -199,6 +206,29 @@ class Extender:
             ERRORS.labels("internal").inc()
             log.exception("scheduler-extender request failed")
             return web.json_response({"Error": f"internal error: {type(exc).__name__}: {exc}"}, status=500)
+
+
+async def _body(request: web.Request, timeout_s: float) -> bytes | web.Response:
+    """The request's body, or the JSON error answering it: 413 when it declares or sends more than
+    ``MAX_BODY_BYTES`` (refused before reading what it declared), 408 when it has not arrived in ``timeout_s``."""
+    declared = request.content_length
+    if declared is not None and declared > MAX_BODY_BYTES:
+        return _refused(413, "too-large", f"a body of {declared:,} bytes is over the {MAX_BODY_BYTES >> 20} MiB "
+                        "an extender request may have")
+    try:
+        return await asyncio.wait_for(request.read(), timeout_s)
+    except web.HTTPRequestEntityTooLarge:  # a chunked body that ran past the limit
+        return _refused(413, "too-large", f"the body is over the {MAX_BODY_BYTES >> 20} MiB an extender request "
+                        "may have")
+    except TimeoutError:
+        got = f" of the {declared:,} declared" if declared is not None else ""
+        return _refused(408, "timeout", f"the body{got} did not arrive within {timeout_s:g} s")
+
+
+def _refused(status: int, kind: str, why: str) -> web.Response:
+    ERRORS.labels(kind).inc()
+    log.warning("extender request refused (%d): %s", status, why)
+    return web.json_response({"Error": why}, status=status)
 
 
 class BlacklistFile:
