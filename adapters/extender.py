@@ -19,9 +19,9 @@ gets a 400 with the reason, and the server goes on.
 
 Node status comes from ``status_of`` (a callable, (node, task type) -> NodeStatus) and the blacklist from ``listed`` (a
 callable returning the current set): both pluggable. ``laggard advise serve`` feeds them from a trace, or live
-from Kafka (``StatusFeed``: a thin kafka-python consumer of ``task-events`` for what starts and ends where and
-of ``node-samples`` for the nodes' z-values, into the core's ``NodeStatusTracker``), and a blacklist file.
-``StatusFile`` keeps the tracker and the feed's offsets across restarts.
+from Kafka (``adapters.extender_feed.StatusFeed``: a thin kafka-python consumer of ``task-events`` for what starts and
+ends where and of ``node-samples`` for the nodes' z-values, into the core's ``NodeStatusTracker``), and a blacklist
+file. ``LiveStatus`` keeps the tracker and the feed's offsets across restarts.
 
 Prometheus metrics (prometheus_client's default registry, served by ``streams.health.serve`` on the metrics
 port as the other adapters do): ``laggard_extender_requests{verb}``, ``laggard_extender_nodes{verb,verdict}``
@@ -59,7 +59,8 @@ NODES = Counter("laggard_extender_nodes", "Candidate nodes judged, per verb and 
                 ["verb", "verdict"])
 _VERDICT_LABEL = {"allow": "allowed", "avoid": "avoided"}
 ERRORS = Counter("laggard_extender_errors", "Requests that failed: bad-request (400), too-large (413), timeout "
-                 "(408: the body did not arrive) or internal (500)", ["kind"])
+                 "(408: the body did not arrive) or internal (500); the status feed's undecodable records and "
+                 "failed state saves (state-unsaved)", ["kind"])
 
 TASK_TYPE_KEY = "laggard.io/task-type"
 MAX_BODY_BYTES = 256 << 20  # an ExtenderArgs of 5,000 Node objects (Kubernetes' largest supported cluster)
@@ -312,79 +313,3 @@ class LiveStatus:
         except (ValueError, KeyError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
             log.warning("ignoring state file %s (%s): node status starts empty", path, exc)
             return None
-
-
-class StatusFeed:
-    """A thin kafka-python consumer keeping a ``LiveStatus`` current from ``task-events`` and ``node-samples``.
-
-    ``start`` connects and assigns every partition of both topics (resuming from the saved offsets, else from
-    the beginning, so the tasks running now are known), then a daemon thread polls until ``stop``; the state
-    file, when given, is replaced every ``save_every_s`` while records come, and once more at the stop."""
-
-    def __init__(self, settings: Any, live: LiveStatus, state_path: Path | None = None, save_every_s: float = 10.0,
-                 health: Any = None) -> None:  # fmt: skip
-        self.settings, self.live, self.state_path, self.save_every_s = settings, live, state_path, save_every_s
-        self.health = health
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._consumer: Any = None
-
-    def start(self) -> None:
-        from kafka import TopicPartition
-
-        from streams import kafka_clients
-        from streams.errors import TopicMissing
-        from streams.serde.topics import NODE_SAMPLES, TASK_EVENTS
-
-        consumer = kafka_clients.consumer(self.settings, client_id="laggard-extender")
-        partitions = []
-        for topic in (TASK_EVENTS.name, NODE_SAMPLES.name):
-            found = consumer.partitions_for_topic(topic)
-            if not found:
-                kafka_clients.close_quietly(consumer)  # the one line below, not kafka-python's cancelled refresh
-                raise TopicMissing(f"topic {topic} does not exist at {self.settings.bootstrap_servers} "
-                                   "(start the worker, or `laggard topics create`)")
-            partitions += [TopicPartition(topic, p) for p in sorted(found)]
-        consumer.assign(partitions)
-        for tp in partitions:
-            saved = self.live.offsets.get(f"{tp.topic}:{tp.partition}")
-            if saved is not None:
-                consumer.seek(tp, saved)
-            else:
-                consumer.seek_to_beginning(tp)
-        self._consumer = consumer
-        self._thread = threading.Thread(target=self._run, name="laggard-extender-feed", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        import time
-
-        from streams import kafka_clients, metrics
-        from streams.serde import codec
-
-        saved_at = time.monotonic()
-        if self.health is not None:
-            self.health.set(None, None)
-        while not self._stop.is_set():
-            for records in self._consumer.poll(timeout_ms=500).values():
-                for record in records:
-                    metrics.EVENTS_IN.labels(record.topic, "adapter-extender").inc()
-                    try:
-                        event = codec.decode(record.value)
-                    except codec.DecodeError:
-                        ERRORS.labels("undecodable").inc()
-                        event = None
-                    self.live.apply(event, f"{record.topic}:{record.partition}", record.offset + 1)
-            if self.health is not None:
-                self.health.beat()
-            if self.state_path is not None and self.live.changed and time.monotonic() - saved_at >= self.save_every_s:
-                self.live.save(self.state_path)
-                saved_at = time.monotonic()
-        kafka_clients.close_quietly(self._consumer)
-        if self.state_path is not None:
-            self.live.save(self.state_path)
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -113,12 +114,20 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
 
     A pod names its task type with the `laggard.io/task-type` annotation or label; a pod without one is judged by
     the tree of every type together (`all`). Once it serves, SIGINT or SIGTERM stops it (exit 0)."""
-    from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusFeed, StatusOf
+    from adapters.extender import BlacklistFile, Extender, LiveStatus, StatusOf
+    from adapters.extender_feed import StatusFeed
     from laggard.commands.adapter import setup_adapter_logging
 
     if state_file is not None and not live:
         raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
+    # before the trees are trained (a minute and more on a large trace): a port in use is said at once
+    _check_free(host, port, "serve on")
+    if settings.metrics_port:
+        _check_free(settings.metrics_host, settings.metrics_port, "serve metrics on")
+    if blacklist is not None and not blacklist.exists():
+        click.echo(f"note: --blacklist {blacklist} does not exist (yet): no node is filtered as listed until a file "
+                   "adapter writes it there (it does at its first version)", err=True)
     calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
     threshold = default_threshold(threshold, target, calibrated)
     budget = make_budget(budget_share, budget_window, calibration)
@@ -156,6 +165,18 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     finally:
         if feed is not None:
             feed.stop()
+
+
+def _check_free(host: str, port: int, what: str) -> None:
+    """Bind ``host:port`` for a moment (0: any port, nothing to check): in use, unknown or not local is one line."""
+    if not port:
+        return
+    try:
+        with socket.create_server((host, port), reuse_port=False) as probe:
+            probe.close()
+    except OSError as exc:
+        why = str(exc.strerror or exc).split(" (while attempting", 1)[0]  # create_server adds the address again
+        raise UserError(f"cannot {what} {host}:{port}: {why}") from None
 
 
 def _trees_line(adviser: Adviser) -> str:

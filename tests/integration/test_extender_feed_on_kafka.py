@@ -11,7 +11,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from adapters.extender import LiveStatus, StatusFeed
+from adapters.extender import LiveStatus
+from adapters.extender_feed import StatusFeed
 from streams import kafka_clients
 from streams.core.avoidance.status import NodeStatusTracker
 from streams.core.events import NormalizedTask, Status, TaskFinish, TaskStart

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -294,3 +295,24 @@ def test_live_status_follows_records_and_comes_back_from_its_state_file(tmp_path
     assert again.status("node-a", "") == live.status("node-a", "")
     path.write_text('{"format": "laggard-adapter-state/1"}')
     assert LiveStatus.load(path) is None  # someone else's file: a cold start, not a crash
+
+
+def test_a_state_file_that_cannot_be_written_is_logged_once_and_the_feed_goes_on(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """`advise serve --kafka --state PATH` on a path it cannot write: the feed's thread died of the save's error and
+    the server went on answering with frozen node status. Now a failed save is one warning until one works."""
+    from adapters.extender import LiveStatus
+    from adapters.extender_feed import StatusFeed
+    from streams.core.avoidance.status import NodeStatusTracker
+
+    path = tmp_path / "state.json"
+    path.mkdir()  # a directory where the file goes: the atomic replace fails
+    feed = StatusFeed(None, LiveStatus(NodeStatusTracker()), path)
+    with caplog.at_level(logging.WARNING, logger="laggard.adapters"):
+        feed._save()
+        feed._save()
+        path.rmdir()
+        feed._save()
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 2 and "cannot save the extender's state" in warnings[0], warnings
+    assert "saved to" in warnings[1] and path.is_file()
