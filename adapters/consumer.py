@@ -248,9 +248,9 @@ class BlacklistConsumer:
             self.follower.commit(step)
             self._log_actions(step)
             self.outcome.applied += 1
-            metrics.DELTA_APPLIED.labels(self.applier.name).set(step.version)
-            metrics.NODES_LISTED.labels(f"adapter-{self.applier.name}").set(len(step.after))
-            if not self.dry_run:
+            if not self.dry_run:  # a dry run applies nothing: dashboards must not show it applied
+                metrics.DELTA_APPLIED.labels(self.applier.name).set(step.version)
+                metrics.NODES_LISTED.labels(f"adapter-{self.applier.name}").set(len(step.after))
                 self._save_state()
         elif isinstance(step, Refusal):
             self.outcome.refused += 1
@@ -292,8 +292,8 @@ class BlacklistConsumer:
                 removed.reason,
             )
         log.info(
-            "%sapplied %s version %d through %s: %d node(s) blacklisted",
-            would,
+            "%s %s version %d through %s: %d node(s) blacklisted",
+            "[dry-run] would apply" if self.dry_run else "applied",
             change.source,
             change.version,
             self.applier.name,

@@ -321,7 +321,8 @@ def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bo
         + ("no blacklist applied yet" if outcome.version is None else
            f"version {outcome.version} {'followed (dry run: nothing applied)' if dry_run else 'applied'}")
         + f", {len(outcome.blacklist)} node(s) blacklisted; "
-        f"{outcome.applied} applied, {outcome.refused} refused, {outcome.skipped} skipped"
+        f"{outcome.applied} {'would be applied' if dry_run else 'applied'}, {outcome.refused} refused, "
+        f"{outcome.skipped} skipped"
     )
     why = f": {outcome.problem}" if outcome.problem else ""
     others = sorted(outcome.other_clusters)

@@ -553,5 +553,6 @@ def test_every_adapter_runs_against_the_broker_in_dry_run_without_acting(
     )
     assert status == 0 and outcome["version"] == 1 and outcome["dry_run"]
     assert "[dry-run] would blacklist d1 (snapshot version 1)" in log_text
+    assert "[dry-run] would apply snapshot version 1 through file: 1 node(s) blacklisted" in log_text
     assert not blacklist.exists() and not (tmp_path / "s.json").exists()
     assert os.listdir(tmp_path) == []
