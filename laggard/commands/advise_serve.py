@@ -39,6 +39,11 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
     tracker at its end, that end, and the task types of its samples. A trace that grows no tree is refused: an
     adviser without one allows every node and says so only in each answer's words."""
     default, per_type = parse_threshold(threshold)
+    outside = [value for value in (default, *per_type.values()) if not 0.0 <= value <= 1.0]
+    if target == "p" and outside:  # a negative one avoided every node; one above 1 none
+        within = f" (in {threshold})" if "," in threshold or "=" in threshold else ""
+        raise UserError(f"--target p compares a chance of straggling, between 0 and 1, with --threshold: not "
+                        f"{outside[0]:g}{within}")
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)

@@ -113,7 +113,10 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
                  ["query", "--trace", SMALL, "--node", "node-04", "--type", "compute", "--threshold", "gpu=0.1,1"],
                  # per-type chances only: pods of no type (the pooled tree) were left at 1, never avoided
                  ["serve", "--trace", SMALL, "--target", "p", "--threshold", "compute=0.3,memory=0.4"],
-                 ["serve", "--trace", SMALL, "--target", "p", "--threshold", "all=0.3,compute=0.3"]):  # memory at 1
+                 ["serve", "--trace", SMALL, "--target", "p", "--threshold", "all=0.3,compute=0.3"],  # memory at 1
+                 # a chance below 0 avoided every node (all 40 refused); above 1, none
+                 ["serve", "--trace", SMALL, "--target", "p", "--threshold", "-1"],
+                 ["query", "--trace", SMALL, "--node", "node-04", "--target", "p", "--threshold", "0.3,compute=1.5"]):
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
         assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")
