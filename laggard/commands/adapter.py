@@ -66,6 +66,7 @@ def common_options(func: F) -> F:
             "--state-file",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
+            callback=existing_directory,  # a typo'd directory was created; the default's is made as needed
             help="Where the applied version and set are kept [default: .laggard/adapters/KIND-CLUSTER.json]",
         ),
         click.option("--once", is_flag=True, help="Apply what is on the topics now, then exit."),
@@ -87,8 +88,7 @@ def common_options(func: F) -> F:
 
 
 def existing_directory(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    """The file may not exist yet, but its directory must: a mistyped path would otherwise become a file that
-    no scheduler reads."""
+    """The file may not exist yet, but its directory must: a mistyped path would become a file nobody reads."""
     if value is not None and not value.expanduser().resolve().parent.is_dir():
         raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
     return value

@@ -140,3 +140,11 @@ def test_k8s_applier_that_cannot_reach_the_api_server_raises_apply_error_not_a_c
     applier = K8sApplier(client.CoreV1Api(client.ApiClient(configuration)), "default")
     with pytest.raises(ApplyError, match=r"cannot reach the Kubernetes API at http://127\.0\.0\.1"):
         applier.known_nodes()
+
+
+def test_a_state_file_in_a_directory_that_does_not_exist_is_refused_as_the_path_is(tmp_path: Path) -> None:
+    """Its missing directories used to be created (a typo made a new tree, and the next run did not find it)."""
+    state = tmp_path / "no-such-dir" / "state.json"
+    error = one_line_error(invoke("file", "--path", str(tmp_path / "b.txt"), "--state-file", str(state), "--once"))
+    assert "no-such-dir" in error and "does not exist" in error
+    assert not state.parent.exists()
