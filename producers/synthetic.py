@@ -87,7 +87,8 @@ class SyntheticConfig:
     def __post_init__(self) -> None:
         problems = [
             self.nodes < 1 and "nodes must be at least 1",
-            not 0 <= self.slow <= self.nodes and "slow must be between 0 and nodes",
+            not 0 <= self.slow <= self.nodes and f"slow ({self.slow}, the slow nodes; default 3) must be between 0 "
+                                                  f"and nodes ({self.nodes})",
             self.jobs < 1 and "jobs must be at least 1 (a cluster running no job has no event to rank)",
             not 1 <= self.tasks[0] <= self.tasks[1] and "tasks must be N or LO-HI with 1 <= LO <= HI",
             self.slowdown < 1 and "slowdown must be at least 1",
