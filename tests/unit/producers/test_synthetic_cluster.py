@@ -134,8 +134,8 @@ def test_failed_attempts_are_retried_on_another_node() -> None:
     [
         ("nodes=0", "nodes must be at least 1"),
         ("jobs=0", "jobs must be at least 1"),
-        ("nodes=4,slow=5", "slow (5, the slow nodes; default 3) must be between 0 and nodes (4)"),
-        ("nodes=2", "slow (3, the slow nodes; default 3) must be between 0 and nodes (2)"),  # slow never given
+        ("nodes=4,slow=5", r"slow \(5, the slow nodes; default 3\) must be between 0 and nodes \(4\)"),
+        ("nodes=2", r"slow \(3, the slow nodes; default 3\) must be between 0 and nodes \(2\)"),  # slow not given
         ("tasks=9-3", "tasks must be"),
         ("contention=disk", "contention must be one of cpu, memory"),
         ("shape=1", "shape"),
