@@ -125,6 +125,8 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
 
     if state_file is not None and not live:
         raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
+    if bootstrap is not None and not live:
+        raise UserError("--bootstrap needs --kafka: without it node status comes from the trace, not from a broker")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
     # before the trees are trained (a minute and more on a large trace): a port in use is said at once
     _check_free(host, port, "serve on")

@@ -116,6 +116,7 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
                  ["serve", "--trace", SMALL, "--target", "p", "--threshold", "all=0.3,compute=0.3"],  # memory at 1
                  # a chance below 0 avoided every node (all 40 refused); above 1, none
                  ["serve", "--trace", SMALL, "--target", "p", "--threshold", "-1"],
+                 ["serve", "--trace", SMALL, "--bootstrap", "127.0.0.1:9092"],  # was silently ignored
                  ["query", "--trace", SMALL, "--node", "node-04", "--target", "p", "--threshold", "0.3,compute=1.5"]):
         result = CliRunner().invoke(cli, ["advise", *args])
         assert result.exit_code == 1, (args, result.output)
