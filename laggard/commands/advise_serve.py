@@ -4,6 +4,7 @@ the adviser learned from a trace, the threshold's default, a saved budget's kind
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import socket
 from collections import Counter
@@ -146,6 +147,7 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
                         f"{pooled_words}: add a bare number for them (e.g. --threshold 0.35,compute=0.30)")
     adviser.budget = budget
     setup_adapter_logging()  # a pass the spent budget allows, a pod type with no tree: logged, as adapters log
+    logging.getLogger("aiohttp.server").addFilter(_one_line_client_faults)
     lock = None
     health = serve_health(settings)
     feed: StatusFeed | None = None
@@ -172,6 +174,18 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     finally:
         if feed is not None:
             feed.stop()
+
+
+def _one_line_client_faults(record: logging.LogRecord) -> bool:
+    """A client that hangs up mid-request, or sends a header aiohttp cannot parse, is the client's fault: one
+    WARNING line, not aiohttp's 18-line ERROR traceback each time."""
+    error = record.exc_info[1] if record.exc_info else None
+    if isinstance(error, ConnectionError) or type(error).__module__ == "aiohttp.http_exceptions":
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        words = " ".join(str(error).split())  # aiohttp's parse errors span lines
+        record.msg, record.args = "a client's request failed: %s: %s", (type(error).__name__, words)
+    return True
 
 
 def _check_free(host: str, port: int, what: str) -> None:

@@ -316,3 +316,19 @@ def test_a_state_file_that_cannot_be_written_is_logged_once_and_the_feed_goes_on
     warnings = [record.getMessage() for record in caplog.records]
     assert len(warnings) == 2 and "cannot save the extender's state" in warnings[0], warnings
     assert "saved to" in warnings[1] and path.is_file()
+
+
+def test_a_client_fault_is_one_warning_line_not_an_aiohttp_traceback() -> None:
+    """A client hanging up mid-body wrote aiohttp's 18-line ERROR traceback into the extender's log each time."""
+    from laggard.commands.advise_serve import _one_line_client_faults
+
+    try:
+        raise ConnectionResetError("Connection lost")
+    except ConnectionResetError:
+        import sys
+
+        record = logging.LogRecord("aiohttp.server", logging.ERROR, "", 0, "Error handling request", None,
+                                   sys.exc_info())
+    assert _one_line_client_faults(record)
+    assert (record.levelname, record.exc_info) == ("WARNING", None)
+    assert logging.Formatter().format(record) == "a client's request failed: ConnectionResetError: Connection lost"
