@@ -39,6 +39,11 @@ class TaskTable:
         self._job_code: dict[str, int] = {}
         self.node_code: dict[str, int] = {}
         self.node_names: list[str] = []
+        # What ``put`` and ``drop`` wrote since the columns were last read, written at once when they are (``_flush``):
+        # a numpy write per event was most of a boundary's ``TaskLog.apply_before`` (session 27).
+        self._pending: dict[int, tuple[int, int, int]] = {}  # row -> node code (-1: only the duration), start, duration
+        self._new_jobs: list[int] = []  # the job codes of the rows from ``self._flushed`` on
+        self._flushed = 0
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -55,17 +60,36 @@ class TaskTable:
             key = (sys.intern(job), sys.intern(task))
             row = self._index[key] = len(self._keys)
             self._keys.append(key)
-            if row >= self._data.shape[1]:
-                grown = np.zeros((_COLUMNS, 2 * self._data.shape[1]), dtype=np.int64)
-                grown[:, :row] = self._data[:, :row]
-                self._data = grown
-            self._data[0, row] = self._job_code.setdefault(key[0], len(self._job_code))
-        self._data[1:, row] = (code, start, duration)
+            self._new_jobs.append(self._job_code.setdefault(key[0], len(self._job_code)))
+        self._pending[row] = (code, start, duration)
 
     def drop(self, job: str, task: str) -> None:
         row = self._index.get((job, task))
         if row is not None:
-            self._data[3, row] = DROPPED
+            code, start, _ = self._pending.get(row, (-1, 0, 0))
+            self._pending[row] = (code, start, DROPPED)
+
+    def _flush(self) -> None:
+        """Write the pending rows into the columns, growing them by doubling."""
+        n = len(self._keys)
+        if n > self._data.shape[1]:
+            capacity = self._data.shape[1]
+            while capacity < n:
+                capacity *= 2
+            grown = np.zeros((_COLUMNS, capacity), dtype=np.int64)
+            grown[:, :self._flushed] = self._data[:, :self._flushed]
+            self._data = grown
+        if self._new_jobs:
+            self._data[0, self._flushed:n] = self._new_jobs
+            self._new_jobs = []
+        self._flushed = n
+        if self._pending:
+            rows = np.fromiter(self._pending, dtype=np.int64, count=len(self._pending))
+            values = np.array(list(self._pending.values()), dtype=np.int64)
+            self._pending = {}
+            whole = values[:, 0] >= 0
+            self._data[1, rows[whole]], self._data[2, rows[whole]] = values[whole, 0], values[whole, 1]
+            self._data[3, rows] = values[:, 2]
 
     def key(self, job: str, task: str) -> tuple[str, str]:
         """The table's own ``(job, task)`` key when it has the task (one copy of the strings), else a new one."""
@@ -91,6 +115,7 @@ class TaskTable:
     def views(self) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """The job, node, start and duration columns themselves (read-only use, until the next ``put``, ``drop`` or
         ``compact``): no copy of four columns of every task a period (issue 18: the detector's peak memory)."""
+        self._flush()
         n = len(self._keys)
         views = self._data[0, :n], self._data[1, :n], self._data[2, :n], self._data[3, :n]
         for view in views:
@@ -100,6 +125,7 @@ class TaskTable:
     def compact(self, horizon: int, running_horizon: int) -> bool:
         """Forget finished tasks started before ``horizon`` and running ones started before ``running_horizon``
         (done when a quarter of the rows can go, so it costs little)."""
+        self._flush()
         n = len(self._keys)
         starts, durations = self._data[2, :n], self._data[3, :n]
         keep = (starts >= horizon) | ((durations == -1) & (starts >= running_horizon))
@@ -120,13 +146,14 @@ class TaskTable:
         self._clear(max(1024, 2 * len(keys)))
         self._data[:, :len(keys)] = data
         self._data[0, :len(keys)], self._data[1, :len(keys)] = job_codes, node_codes
-        self._keys = keys
+        self._keys, self._flushed = keys, len(keys)
         self._index = {key: i for i, key in enumerate(keys)}
         self._job_code = {job: i for i, job in enumerate(job_names)}
         self.node_names = node_names
         self.node_code = {node: i for i, node in enumerate(node_names)}
 
     def rows_where(self, keep: npt.NDArray[np.bool_]) -> list[list[Any]]:
+        self._flush()
         nodes, starts, durations = (self._data[k, :len(self._keys)].tolist() for k in (1, 2, 3))
         return [[job, task, self.node_names[nodes[i]], starts[i], durations[i]]
                 for i, (job, task) in enumerate(self._keys) if keep[i]]
