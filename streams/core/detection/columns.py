@@ -1,38 +1,42 @@
 """The running-task detector's tallies as columns, one entry per node (issue 18, session 17): every node's tally
 over every scale from the scored tasks (``scale_columns``), one node's ``Tally`` objects (``tallies_at``), and the
-judgement of the nodes no scale could pass (``plain_words``).
+judgement of the nodes no scale could pass (``plain_words``, ``plain_evidence``).
 
 At every boundary a large cluster has thousands of nodes whose tallies fall short of every scale's levels; for
 each, ``RunningTaskDetector._judge`` would build a ``Tally`` per scale and say "not clearly slow", with the best
-z, its effect and tasks, and a score. ``plain_words`` gives the same numbers and words from the columns: the same
-float operations, so the same bits, and the first scale of the highest z as ``max`` picks it.
+z, its effect and tasks, and a score. ``plain_words`` gives the same numbers from the columns, ``plain_evidence``
+the Evidence of them: the same float operations, so the same bits, and the first scale of the highest z as ``max``
+picks it.
 
 >>> import numpy as np
 >>> cols = [(np.array([6, 7]), None, None, np.array([3.0, 9.0]), np.array([4.0, 1.0]), None)]
->>> could, words, numbers = plain_words(cols, [(4.0, 0.3)], min_tasks=5)
->>> could, words(0)
-([False, True], (-0.25, 'not clearly slow: at most z +1.5, effect +0.75 over 6 tasks'))
+>>> could, numbers = plain_words(cols, [(4.0, 0.3)], min_tasks=5)
+>>> could.tolist(), [(e.score, e.reason) for e in plain_evidence(["a"], numbers[:1])]
+([False, True], [(-0.25, 'not clearly slow: at most z +1.5, effect +0.75 over 6 tasks')])
 
 A scale holding none of a node's tasks is not its best: the words name the scale that holds them.
 
 >>> empty = (np.array([0]), None, None, np.array([0.0]), np.array([0.0]), None)
 >>> faster = (np.array([8]), None, None, np.array([-2.0]), np.array([4.0]), None)
->>> plain_words([empty, faster], [(4.0, 0.3)] * 2, min_tasks=5)[1](0)
-(-1.5, 'not clearly slow: at most z -1.0, effect -0.50 over 8 tasks')
+>>> [(e.score, e.reason) for e in plain_evidence(["a"], plain_words([empty, faster], [(4.0, 0.3)] * 2, 5)[1])]
+[(-1.5, 'not clearly slow: at most z -1.0, effect -0.50 over 8 tasks')]
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from streams.core.detection.base import Evidence
 from streams.core.detection.scales import Tally
 
 Columns = tuple[npt.NDArray[Any], ...]  # one scale: tasks, running, past median, sums of x, of v, of log ratios
+# the node names it is for, each plain node's numbers (NaN rows for the others) and its Evidence, by node code
+PlainCache = tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.object_]]
 
 
 def scale_columns(nodes: npt.NDArray[Any], starts: npt.NDArray[Any], usable: npt.NDArray[np.bool_],
@@ -60,13 +64,13 @@ def tallies_at(columns: Sequence[Columns], i: int) -> list[Tally]:
 
 
 def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, float]], min_tasks: int
-                ) -> tuple[list[bool], Callable[[int], tuple[float, str]], npt.NDArray[np.float64]]:
+                ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
     """``cols``: per scale, the judged nodes' columns (tasks, running, past median, sum of contributions, sum of
     null variances, sum of log ratios: ``Tally``); ``levels``: per scale, the z and effect a look must reach.
     Returns per node whether some scale could pass it (its tasks, effect and z before the spread, which only
-    lowers z, all reach the scale's levels: ``_clearly_slow``'s first test), and for node j its score (the
-    largest effect less two standard errors) and the words ``_judge`` gives a node no scale passed; and per node the
-    numbers those are made of, a row each (score, z, effect, tasks: equal rows, equal score and words)."""
+    lowers z, all reach the scale's levels: ``_clearly_slow``'s first test), and per node the numbers its score (the
+    largest effect less two standard errors) and the words ``_judge`` gives a node no scale passed are made of, a
+    row each (score, z, effect, tasks: equal rows, equal score and words; ``plain_evidence``)."""
     could = np.zeros(len(cols[0][0]), dtype=bool)
     zs, picks, effects, scores = [], [], [], []
     for (tasks, _, _, total, info, _), (z_level, effect_level) in zip(cols, levels, strict=True):
@@ -87,10 +91,38 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
     effect_all = np.stack(effects)
     numbers = np.stack([top, z_all[at, best_of], effect_all[at, best_of],
                         np.stack([c[0] for c in cols])[at, best_of]], axis=1).astype(np.float64)
-    rows = numbers.tolist()  # the words are made of these numbers and nothing else
+    return could, numbers
 
-    def words(j: int) -> tuple[float, str]:
-        score, z, effect, tasks = rows[j]
-        return score, f"not clearly slow: at most z {z:+.1f}, effect {effect:+.2f} over {int(tasks)} tasks"
 
-    return could.tolist(), words, numbers
+def plain_evidence(nodes: Sequence[str], numbers: npt.NDArray[np.float64]) -> Iterator[Evidence]:
+    """The Evidence of nodes no scale could pass, from their rows of ``plain_words``' numbers (made of these numbers
+    and nothing else)."""
+    for node, (score, z, effect, tasks) in zip(nodes, numbers.tolist(), strict=True):
+        yield Evidence(node, False, score,
+                       f"not clearly slow: at most z {z:+.1f}, effect {effect:+.2f} over {int(tasks)} tasks")
+
+
+class PlainReuse:
+    """Each plain node's last numbers and the Evidence made of them, by node code in a list of node names (a cache)."""
+
+    def __init__(self) -> None:
+        self._cache: PlainCache | None = None
+
+    def reusable(self, names: list[str], kept: npt.NDArray[np.intp], plain: npt.NDArray[np.bool_],
+                 numbers: npt.NDArray[np.float64]
+                 ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.object_], npt.NDArray[np.object_]]:
+        """Per judged node (``kept``: codes in ``names``), whether its plain Evidence in the cache is still right (its
+        numbers are equal; a cache of another list of names is not: codes may name other nodes), the cache's Evidence
+        by node code, and the array this period's go into (the cache from now on)."""
+        key = np.full((len(names), 4), math.nan)
+        made = np.full(len(names), None, dtype=object)
+        if len(kept):
+            key[kept[plain]] = numbers[plain]
+        cache, self._cache = self._cache, (names, key, made)
+        if cache is None or cache[0] is not names or not len(kept):
+            return np.zeros(len(kept), dtype=bool), made, made
+        old = cache[1]
+        seen = kept < len(old)  # codes of nodes new since then have no earlier Evidence
+        same = np.zeros(len(kept), dtype=bool)
+        same[seen] = (old[kept[seen]] == numbers[seen]).all(axis=1)  # NaN (not plain then) is never equal
+        return same & plain, cache[2], made

@@ -10,7 +10,7 @@ with another window or level starts that scale's counting afresh.
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 from streams.core.detection.scales import MINUTE_US, Scale
@@ -63,6 +63,10 @@ class PassingLooks:
     def has_run(self, node: str) -> bool:
         """Whether ``node`` has a passing run on some scale."""
         return node in self._runs
+
+    def nodes(self) -> Iterable[str]:
+        """The nodes with a passing run on some scale."""
+        return self._runs.keys()
 
     def keep_only(self, nodes: Container[str]) -> None:
         """Forget the runs of nodes outside ``nodes``: no usable task this look is no run."""

@@ -60,6 +60,7 @@ arrived).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -69,8 +70,9 @@ import numpy.typing as npt
 
 from streams.core.detection.base import Evidence, WindowView
 from streams.core.detection.censored import log_ratios, node_spread, task_scores
-from streams.core.detection.columns import Columns, plain_words, scale_columns, tallies_at
+from streams.core.detection.columns import Columns, PlainReuse, plain_evidence, plain_words, scale_columns, tallies_at
 from streams.core.detection.looks import PassingLooks, look_identity
+from streams.core.detection.node_codes import CodeSet, NameOrder, by_code
 from streams.core.detection.scales import MINUTE_US, Scale, Tally, _tasks, _why, _z, looks_at
 from streams.core.detection.task_log import TaskLog
 from streams.core.detection.task_table import DROPPED as _DROPPED
@@ -122,7 +124,8 @@ class RunningTaskDetector:
         # task table's names (valid while that list is the same object: a compaction renumbers), given again while
         # the numbers are equal (on Google 2011 about half the nodes a period): no Evidence or words made for them
         # (alone ~7 % of the in-process CPU on Google's first 300 k events, A B B A). Empty after a restore.
-        self._plain_cache: tuple[list[str], npt.NDArray[np.float64], list[Evidence | None]] | None = None
+        self._plain_cache = PlainReuse()
+        self._order = NameOrder()  # a cache too: the task table's node codes in name order
 
     def learn(self, sample: NormalizedTask) -> None:
         return None  # the task events (``observe``) carry everything this detector uses
@@ -149,76 +152,78 @@ class RunningTaskDetector:
         # (the 180-minute scale every 5 minutes): it costs a few ms on thousands of nodes.
         spread = functools.cache(lambda: node_spread(cols[-1][3][longest] / info[longest], info[longest]))
         # no usable task this look: no run (a forgotten node has none either, so this clears its counters too)
-        judged = [names[i] for i in kept.tolist()]
-        self._looks.keep_only(set(judged))
-        plain, words, numbers = self._plain(judged, cols)
+        judged = np.zeros(len(names), dtype=bool)
+        judged[kept] = True
+        self._looks.keep_only(CodeSet(self._log.table.node_code, judged))
+        plain, numbers = self._plain(kept, cols)
+        plain = np.asarray(plain, dtype=bool)
         same, earlier, made = self._reusable(names, kept, plain, numbers)
-        codes, plain_streak = kept.tolist(), (0, end)
-        evidence = {}
-        for j in sorted(range(len(judged)), key=judged.__getitem__):
-            node = judged[j]
-            if plain[j]:
-                self._streak[node] = plain_streak
-                code = codes[j]
-                e = earlier[code] if same[j] else Evidence(node, False, *words(j))
-                made[code] = evidence[node] = e
-            else:
-                evidence[node] = self._judge(node, tallies_at(columns, int(kept[j])), end, spread)
+        # The judged nodes in name order (their evidence is made, and their new keys of state go in, in that order):
+        # the plain ones' Evidence at once, last period's where the numbers are equal; the others' one by one.
+        codes, nodes = self._order.judged(names, judged)
+        at = np.searchsorted(kept, codes)  # each one's index in ``kept``
+        values, reuse, fresh = np.empty(len(codes), dtype=object), same[at], plain[at] & ~same[at]
+        values[reuse] = earlier[codes[reuse]]
+        values[fresh] = np.fromiter(plain_evidence(nodes[fresh].tolist(), numbers[at[fresh]]), dtype=object,
+                                    count=int(fresh.sum()))
+        made[codes[plain[at]]] = values[plain[at]]
+        in_order, plain_streak, after = nodes.tolist(), (0, end), 0
+        for k in [*np.flatnonzero(~plain[at]).tolist(), len(in_order)]:
+            self._streak.update(zip(in_order[after:k], itertools.repeat(plain_streak)))
+            if k < len(in_order):
+                values[k] = self._judge(in_order[k], tallies_at(columns, int(codes[k])), end, spread)
+            after = k + 1
+        evidence = dict(zip(in_order, values.tolist(), strict=True))
         for node in quiet:
             if node not in evidence:
                 evidence[node] = Evidence(node, False, -math.inf, f"no recent evidence: no task started on it for "
                                           f"{self.quiet_us / MINUTE_US:g} min, none running; its old tasks forgotten")
         return evidence
 
-    def _reusable(self, names: list[str], kept: npt.NDArray[np.intp], plain: list[bool],
-                  numbers: npt.NDArray[np.float64]) -> tuple[list[bool], list[Evidence | None], list[Evidence | None]]:
+    def _reusable(self, names: list[str], kept: npt.NDArray[np.intp], plain: npt.NDArray[np.bool_],
+                  numbers: npt.NDArray[np.float64]
+                  ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.object_], npt.NDArray[np.object_]]:
         """Per judged node, whether its plain Evidence of last period is still right (its numbers are equal), last
-        period's Evidence by node code, and the list this period's go into (the cache from now on)."""
-        key = np.full((len(names), 4), math.nan)
-        made: list[Evidence | None] = [None] * len(names)
-        mask = np.array(plain, dtype=bool)
-        if len(kept):
-            key[kept[mask]] = numbers[mask]
-        cache, self._plain_cache = self._plain_cache, (names, key, made)
-        if cache is None or cache[0] is not names or not len(kept):
-            return [False] * len(kept), made, made
-        old = cache[1]
-        seen = kept < len(old)  # codes of nodes new since then have no earlier Evidence
-        same = np.zeros(len(kept), dtype=bool)
-        same[seen] = (old[kept[seen]] == numbers[seen]).all(axis=1)  # NaN (not plain then) is never equal
-        return (same & mask).tolist(), cache[2], made
+        period's Evidence by node code, and the array this period's go into (the cache from now on)."""
+        return self._plain_cache.reusable(names, kept, plain, numbers)
 
-    def _plain(self, judged: list[str], cols: list[Columns]
-               ) -> tuple[list[bool], Callable[[int], tuple[float, str]], npt.NDArray[np.float64]]:
-        """Per judged node, whether no scale could pass it and it carries nothing from earlier looks (no suspicion,
-        no passing run, no streak): its score and words then come from the columns (``plain_words``: ``words``
-        and the ``numbers`` they are made of); False for a node ``_judge`` must see."""
+    def _plain(self, kept: npt.NDArray[np.intp], cols: list[Columns]
+               ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+        """Per judged node (by code, ``kept``), whether no scale could pass it and it carries nothing from earlier
+        looks (no suspicion, no passing run, no streak): its score and words then come from the columns
+        (``plain_words``: the ``numbers`` they are made of, ``plain_evidence``); False for a node ``_judge`` must
+        see."""
         if not cols:
-            return [False] * len(judged), _no_words, np.zeros((len(judged), 4))
-        could, words, numbers = plain_words(cols, [self._levels(scale) for scale in self.scales], self.min_tasks)
-        return [not (could[j] or node in self._effect or self._looks.has_run(node)
-                     or self._streak.get(node, (0,))[0]) for j, node in enumerate(judged)], words, numbers
+            return np.zeros(len(kept), dtype=bool), np.zeros((len(kept), 4))
+        could, numbers = plain_words(cols, [self._levels(scale) for scale in self.scales], self.min_tasks)
+        carrying = itertools.chain(self._effect, self._looks.nodes(),
+                                   [node for node, (count, _) in self._streak.items() if count])
+        codes = np.fromiter(map(self._log.table.node_code.get, carrying, itertools.repeat(-1)), dtype=np.intp)
+        where = np.full(len(self._log.table.node_names), -1, dtype=np.intp)
+        where[kept] = np.arange(len(kept))
+        at = where[codes[codes >= 0]]
+        could[at[at >= 0]] = True
+        return ~could, numbers
 
     # --- state ------------------------------------------------------------------------------------------------
 
     def _forget(self, end: int, nodes: IntArray, starts: IntArray, durations: IntArray, quiet: list[str]) -> None:
         """Nodes that started no task for ``quiet_us`` and run none are forgotten with their old tasks."""
-        names = self._log.table.node_names
-        last = np.full(len(names), -(1 << 62), dtype=np.int64)
-        np.maximum.at(last, nodes, starts)
-        running = np.bincount(nodes[durations == -1], minlength=len(names))
-        for node in set(self._effect) | set(self._streak):
-            code = self._log.table.node_code.get(node)
-            if code is None or (running[code] == 0 and last[code] < end - self.quiet_us):
-                if node in self._effect:
-                    quiet.append(node)
-                self._since[node] = end
-                self._effect.pop(node, None)
-                self._found.pop(node, None)
-                self._streak.pop(node, None)
-        for node, since in list(self._since.items()):
-            if since < end - self.memory_us:
-                del self._since[node]
+        table = self._log.table
+        busy = np.bincount(nodes[(starts >= end - self.quiet_us) | (durations == -1)], minlength=len(table.node_names))
+        # the nodes with state (a streak or a suspicion) not in the table, or idle in it: set operations, no loop
+        watched = self._effect.keys() | self._streak.keys()
+        idle = watched - table.node_code.keys()
+        idle |= watched.intersection([table.node_names[c] for c in np.flatnonzero(busy == 0).tolist()])
+        for node in sorted(idle):
+            if node in self._effect:
+                quiet.append(node)
+            self._since[node] = end
+            self._effect.pop(node, None)
+            self._found.pop(node, None)
+            self._streak.pop(node, None)
+        for node in [node for node, since in self._since.items() if since < end - self.memory_us]:
+            del self._since[node]
 
     def _tally(self, end: int, quiet: list[str]) -> dict[str, list[Tally]]:
         """Per node judged at ``end``, its tally over every scale (``_columns``; for tools and tests: ``detect``
@@ -250,13 +255,13 @@ class RunningTaskDetector:
         x, v, past = task_scores(jobs, starts, times, known, end)
         scaled = log_ratios(jobs, times, known, x)  # contributions in log duration (``Tally.ratio``)
         names = table.node_names
-        since = np.array([self._since.get(node, -1) for node in names], dtype=np.int64)
+        since = by_code(self._since, table.node_code, len(names), -1)  # tasks started before are forgotten
         usable = (np.bincount(jobs)[jobs] >= self.min_job_tasks) & (starts >= since[nodes])
         columns = scale_columns(nodes, starts, usable, finished, past, x, v, scaled,
                                 [scale.window_us for scale in self.scales], end, len(names))
-        seen = columns[-1][0].tolist()  # tasks started over the longest scale (the scales run shortest first)
-        kept = np.array([i for i, node in enumerate(names) if seen[i] or node in self._effect], dtype=np.intp)
-        return names, kept, columns
+        # tasks started over the longest scale (the scales run shortest first), or a suspect
+        judged = (columns[-1][0] > 0) | (by_code(dict.fromkeys(self._effect, 1), table.node_code, len(names), 0) > 0)
+        return names, np.flatnonzero(judged), columns
 
     # --- judgement --------------------------------------------------------------------------------------------
 
@@ -385,8 +390,4 @@ class RunningTaskDetector:
         self._looks.restore(state, self._identities())
         self._effect = {k: float(v) for k, v in state["effect"].items()}
         self._found = {k: int(v) for k, v in state["found"].items()}
-        self._plain_cache = None
-
-
-def _no_words(j: int) -> tuple[float, str]:
-    raise AssertionError("no columns: no plain node")
+        self._plain_cache = PlainReuse()

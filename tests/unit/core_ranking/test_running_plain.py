@@ -24,13 +24,13 @@ def judged(name: str, seed: int, period_min: int, plain: bool, hours: float = 3.
     det: RunningTaskDetector = running_detector(RankingConfig(policy="running", period_us=period_min * MIN))
     taken = reused = 0
     if not plain:
-        det._plain = lambda judged, cols: ([False] * len(judged), None, np.zeros((len(judged), 4)))  # type: ignore
+        det._plain = lambda kept, cols: (np.zeros(len(kept), dtype=bool), np.zeros((len(kept), 4)))  # type: ignore
     else:
         inner, again = det._plain, det._reusable
 
-        def counting(judged, cols):  # type: ignore[no-untyped-def]
+        def counting(kept, cols):  # type: ignore[no-untyped-def]
             nonlocal taken
-            out = inner(judged, cols)
+            out = inner(kept, cols)
             taken += sum(out[0])
             return out
 
