@@ -79,8 +79,9 @@ class BlacklistPolicy:
         dwelling = self._within(self._dwelling(listed, window.end_us, forced), max(0, cap - len(forced)), evidence)
         holding = self._within(self._holding(listed, evidence, forced | dwelling),
                                max(0, cap - len(forced) - len(dwelling)), evidence)
-        fresh = [Candidate(evidence[node], stats.get(node)) for node in sorted(why_not)
-                 if why_not[node] is None and node not in forced and node not in dwelling and node not in holding]
+        candidates = sorted(node for node, why in why_not.items() if why is None)  # a few: not every node sorted
+        fresh = [Candidate(evidence[node], stats.get(node)) for node in candidates
+                 if node not in forced and node not in dwelling and node not in holding]
         places = max(0, cap - len(forced) - len(dwelling) - len(holding))
         chosen, note = self._choose(fresh, places, Draw(frozenset(listed), config.seed, window.end_us))
         special = forced | dwelling | holding | chosen | set(listed)
