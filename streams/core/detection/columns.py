@@ -24,8 +24,9 @@ A scale holding none of a node's tasks is not its best: the words name the scale
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -94,12 +95,15 @@ def plain_words(cols: Sequence[tuple[Any, ...]], levels: Sequence[tuple[float, f
     return could, numbers
 
 
-def plain_evidence(nodes: Sequence[str], numbers: npt.NDArray[np.float64]) -> Iterator[Evidence]:
+def plain_evidence(nodes: Sequence[str], numbers: npt.NDArray[np.float64]) -> list[Evidence]:
     """The Evidence of nodes no scale could pass, from their rows of ``plain_words``' numbers (made of these numbers
-    and nothing else)."""
-    for node, (score, z, effect, tasks) in zip(nodes, numbers.tolist(), strict=True):
-        yield Evidence(node, False, score,
-                       f"not clearly slow: at most z {z:+.1f}, effect {effect:+.2f} over {int(tasks)} tasks")
+    and nothing else). ``%`` formats a float as an f-string's spec does; column lists, ``%`` and ``map`` make the ~5 k
+    a boundary on Google 2011 a third cheaper than a comprehension over rows with f-strings (session 27)."""
+    scores, zs, effects = numbers[:, 0].tolist(), numbers[:, 1].tolist(), numbers[:, 2].tolist()
+    tasks = numbers[:, 3].astype(np.int64).tolist()  # counts: int() of each
+    reasons = ["not clearly slow: at most z %+.1f, effect %+.2f over %d tasks" % words  # noqa: UP031 (~20 % faster)
+               for words in zip(zs, effects, tasks, strict=True)]
+    return list(map(Evidence, nodes, itertools.repeat(False), scores, reasons))
 
 
 class PlainReuse:
