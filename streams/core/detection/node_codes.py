@@ -14,6 +14,8 @@ names a boundary was ~5 % of the detector's time on Google 2011).
 >>> names.append("n0")
 >>> [c.tolist() for c in order.judged(names, np.array([True, False, True, True]))]
 [[3, 2, 0], ['n0', 'n2', 'n3']]
+>>> [c.tolist() for c in order.judged([], np.zeros(0, dtype=bool))]  # a compaction that kept no node
+[[], []]
 >>> by_code({"n2": 7, "nx": 9}, {"n1": 0, "n2": 1}, 3, -1).tolist()
 [-1, 7, -1]
 >>> "n2" in CodeSet({"n1": 1, "n2": 2}, np.array([True, True, False])), "n1" in CodeSet({"n1": 1}, np.ones(2, bool))
@@ -45,6 +47,7 @@ class NameOrder:
         """The codes marked in ``judged`` (one flag per name) in the order of their names, and those names."""
         if names is not self._names:  # a new list (a compaction): codes name other nodes
             self._names, self._keys, self._codes = names, [], []
+            self._order, self._sorted = np.zeros(0, dtype=np.intp), np.zeros(0, dtype=object)
         if len(names) > len(self._codes):
             self._merge(names)
         take = judged[self._order]
