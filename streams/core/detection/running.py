@@ -215,7 +215,7 @@ class RunningTaskDetector:
         watched = self._effect.keys() | self._streak.keys()
         idle = watched - table.node_code.keys()
         idle |= watched.intersection([table.node_names[c] for c in np.flatnonzero(busy == 0).tolist()])
-        for node in sorted(idle):
+        for node in sorted(idle):  # in name order: a set's order changed with PYTHONHASHSEED (checkpoints too)
             if node in self._effect:
                 quiet.append(node)
             self._since[node] = end

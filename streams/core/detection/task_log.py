@@ -68,7 +68,8 @@ class TaskLog:
     def apply_before(self, end: int) -> None:
         """Apply every buffered event before ``end`` to the table, in event-time order."""
         # An unordered list, split at the boundary, then sorted: the sort's order is total (arrival, seq, breaks the
-        # last ties), so it is the order a heap's pushes and pops gave (session 27: they cost more than the sort).
+        # last ties: unique, as ``observe`` numbers events and snapshots keep them), so it is the order a heap's
+        # pushes and pops gave (session 27: they cost more than the sort).
         due = self._buffer
         if any(item[0] >= end for item in due):
             due, self._buffer = [item for item in due if item[0] < end], [item for item in due if item[0] >= end]

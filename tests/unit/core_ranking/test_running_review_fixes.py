@@ -24,3 +24,30 @@ def test_long_scales_look_about_every_five_minutes_at_any_period() -> None:
         looks = [m for m in range(0, 600, period) if looks_at(m * MINUTE, 5 * MINUTE, period * MINUTE)]
         gaps = np.diff(looks)
         assert gaps.max() <= max(5 + period - 1, period) and abs(gaps.mean() - max(5, period)) < 0.6
+
+
+def test_nodes_gone_quiet_together_are_forgotten_in_name_order_whatever_the_hash_seed() -> None:
+    """Their evidence and their keys in the checkpoint's ``since`` came in a set's order, which changed with
+    PYTHONHASHSEED: two runs of one trace could write different checkpoints (session 27's review)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json\n"
+        "from streams.core.detection.base import WindowView\n"
+        "from streams.core.detection.running import RunningTaskDetector\n"
+        "from streams.core.detection.scales import Scale\n"
+        "MIN = 60_000_000\n"
+        "d = RunningTaskDetector([Scale(15 * MIN)], quiet_us=10 * MIN)\n"
+        "s = d.snapshot()\n"
+        "names = ['node-b', 'node-a', 'node-d', 'node-c']\n"
+        "s.update(effect={n: 1.0 for n in names}, found={n: 0 for n in names}, streak={n: [1, 0] for n in names})\n"
+        "d.restore(json.loads(json.dumps(s)))\n"
+        "print(list(d.detect(WindowView(0, 60 * MIN, {}))), list(d.snapshot()['since']))\n"
+    )
+    outputs = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+               for seed in range(4)}
+    expected = ["node-a", "node-b", "node-c", "node-d"]
+    assert outputs == {f"{expected} {expected}\n"}
