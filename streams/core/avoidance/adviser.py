@@ -181,9 +181,11 @@ class Adviser:
             return MAX_PRIORITY // 2
         if isinstance(self.budget, CalibratedBudget):  # its rank among recent requests: the top 1 % -> 0
             return int(min(MAX_PRIORITY, round(MAX_PRIORITY * self.budget.top_share(advice.expected_z))))
-        # expected z = threshold -> 0, z = 0 (the job's mean) -> 5, z = -threshold -> 10
         scale = max(abs(advice.threshold), 1e-9)
-        score = MAX_PRIORITY / 2 * (1.0 - advice.expected_z / scale)
+        if self.label == "p":  # a chance of straggling: 0 -> 10, the threshold -> 0 (5 was the best a node could get)
+            score = MAX_PRIORITY * (1.0 - advice.expected_z / scale)
+        else:  # expected z = threshold -> 0, z = 0 (the job's mean) -> 5, z = -threshold -> 10
+            score = MAX_PRIORITY / 2 * (1.0 - advice.expected_z / scale)
         return int(min(MAX_PRIORITY, max(0, round(score))))
 
 

@@ -199,3 +199,16 @@ def test_the_load_models_contention_is_visible_in_the_features_at_entry(monkeypa
     assert sum(t > 1 for t in truth) > 0.05 * len(truth)  # contention is common enough to matter
     matched = sum(abs(a - b) < 1e-6 for a, b in zip(seen, truth, strict=True))
     assert matched >= 0.97 * len(truth)  # missed: tasks of a later job that started earlier (module doc)
+
+
+def test_a_chance_of_straggling_spans_the_whole_priority_scale() -> None:
+    """On --target p the scores ran 0-5 only (a z of 0, the job's mean, was mapped to 5): a node with no chance of
+    straggling scored what a node nobody knew scored. A chance of 0 is now 10, the threshold 0."""
+    from dataclasses import replace
+
+    from streams.core.avoidance.status import NodeStatus
+
+    adviser = Adviser(_busy_tree(), threshold=0.3, label="p")
+    base = adviser.advise("n7", "map", NodeStatus("n7", 0, running=3))
+    scores = [adviser.priority(replace(base, expected_z=p, threshold=0.3)) for p in (0.0, 0.15, 0.3, 0.6)]
+    assert scores == [10, 5, 0, 0]
