@@ -106,6 +106,11 @@ class LocalPipeline:
     def blacklist(self) -> BlacklistSnapshot:
         return self.rank_stage.ranker.blacklist
 
+    @property
+    def late_events(self) -> int:
+        """Events of jobs already final, over every partition (``NormalizeStage.late_events``)."""
+        return sum(stage.late_events for stage in self._stages)
+
     def feed(self, event: Event) -> list[BlacklistDelta]:
         """One event in; the deltas it caused out (most events cause none)."""
         self.counts.events += 1

@@ -52,6 +52,9 @@ LAST_PROGRESS = Gauge("laggard_last_progress_timestamp_seconds",
 OFFSET_SEEKS_BACK = Counter("laggard_offset_seeks_back", "Partitions sought back because a record came after one "
                             "its state never took (skipped at a rebalance), or a hole in the log accepted",
                             registry=None)
+LATE_EVENTS = Gauge("laggard_late_events", "Task and job events that came for a job already final (after its "
+                    "JobFinish or idle timeout, or a job id used again) and were not scored, per task-events "
+                    "partition this process normalises", ["partition"], registry=None)
 LIVE = Gauge("laggard_live", "1 when the liveness check passes")
 READY = Gauge("laggard_ready", "1 when the readiness check passes")
 
@@ -62,7 +65,7 @@ _registered: set[object] = set()
 def for_worker(ranks: bool = True) -> None:
     """Serve a worker's own series too: its seeks back, and with ``ranks`` (not a prediction-only worker) the
     ranking's; once per process (they are counted whether served or not)."""
-    for metric in (OFFSET_SEEKS_BACK, *(_RANKING if ranks else ())):
+    for metric in (OFFSET_SEEKS_BACK, LATE_EVENTS, *(_RANKING if ranks else ())):
         if metric not in _registered:
             REGISTRY.register(metric)
             _registered.add(metric)

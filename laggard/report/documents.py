@@ -62,6 +62,7 @@ def counts_dict(outcome: RunOutcome) -> dict[str, Any]:
         "invalid": dict(sorted(counts.invalid.items())),
         "samples": counts.samples,
         "late_samples": outcome.pipeline.rank_stage.ranker.late_samples,
+        "late_events": outcome.pipeline.late_events,
         "rankings": counts.rankings,
         "deltas": counts.deltas,
         "seconds": round(outcome.seconds, 3),

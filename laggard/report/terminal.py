@@ -43,7 +43,8 @@ def print_counts(counts: dict[str, Any], console: Console) -> None:
     table = Table(title="Counts", title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("count", justify="right")
-    for name in ("events", "tasks", "jobs", "skipped", "bad_rows", "samples", "late_samples", "rankings", "deltas"):
+    for name in ("events", "tasks", "jobs", "skipped", "bad_rows", "late_events", "samples", "late_samples", "rankings",
+                 "deltas"):
         table.add_row(name.replace("_", " "), f"{counts[name]:,}")
         if name == "skipped":
             for reason, number in counts.get("skip_reasons", {}).items():
@@ -58,6 +59,12 @@ def print_counts(counts: dict[str, Any], console: Console) -> None:
         console.print(f"  bad row, {bad['file']} line {bad['line']}: {bad['reason']}")
     if counts["bad_rows"] > len(counts["bad_examples"]):
         console.print(f"  ... and {counts['bad_rows'] - len(counts['bad_examples']):,} more bad rows")
+    if counts["late_events"] >= max(1, 0.01 * counts["events"]):
+        console.print(
+            f"[yellow]warning:[/] {counts['late_events']:,} events came for jobs already final (after the job's "
+            "JobFinish or its idle timeout, or a job id used again, as by a second trace replayed after the first) "
+            "and were not scored."
+        )
     late, samples = counts["late_samples"], counts["samples"]
     if samples and late >= 0.1 * samples:
         console.print(

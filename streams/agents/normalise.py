@@ -13,6 +13,7 @@ from typing import cast
 import faust
 from faust.types import AgentT
 
+from streams import metrics
 from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, Slot, unacked_batches
 from streams.agents.common import send, send_raw
 from streams.agents.idleness import (
@@ -86,6 +87,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
         stage = slot.state
         emitted = stage.process_batch(events)
+        metrics.LATE_EVENTS.labels(str(stage.partition)).set(stage.late_events)
         released = release_job_stream_if_idle(idle, stage)
         warn_once_if_waiting(stage, wiring.job_idle_timeout_us, waiting)
         await emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,

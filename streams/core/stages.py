@@ -143,6 +143,11 @@ class NormalizeStage:
         return self._normalizer.open_jobs
 
     @property
+    def late_events(self) -> int:
+        """Events of a job already final (after its JobFinish or idle timeout, or a job id used again): not scored."""
+        return self._normalizer.late_events
+
+    @property
     def job_stream_lag_us(self) -> int:
         """How far the task events have run ahead of what can be applied (the job stream holds them back)."""
         return self._merge.job_stream_lag_us

@@ -15,7 +15,8 @@ that finished first.
 
 Only the first SUCCEEDED attempt of a task id counts (a re-run of a finished task would otherwise
 weigh twice); failed, killed, evicted and lost attempts never count. Events of a job that is already
-final are counted in ``late_events`` and otherwise ignored.
+final are counted in ``late_events`` (but a ``JobFinish`` after the job's declared tasks all succeeded) and otherwise
+ignored.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ class JobNormalizer:
         if ts > self._watermark:
             self._watermark = ts
         if event.job_id in self._finished:
-            self.late_events += 1
+            # a JobFinish of a job final once its declared tasks succeeded is no loss; anything else came too late
+            self.late_events += not isinstance(event, JobFinish)
         else:
             out.extend(self._apply(event))
         if self.due(self._watermark):

@@ -170,6 +170,7 @@ class NormaliseHost(Host[NormalizeStage]):
         self.forward(forwarded)
         stage = slot.state
         emitted = stage.process_batch(events)
+        metrics.LATE_EVENTS.labels(str(partition)).set(stage.late_events)
         released = release_job_stream_if_idle(self.idle, stage)
         warn_once_if_waiting(stage, self.job_idle_timeout_us, self.waiting)
         self.emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,

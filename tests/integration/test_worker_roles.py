@@ -89,6 +89,9 @@ def test_statistics_and_prediction_roles_run_apart(tmp_path: Path, monkeypatch: 
             ranking = dict(scrape(ports[0]))  # the worker serves its ranking's series (an adapter does not)
             assert ranking[("laggard_delta_version_published", ())] == local_final.version
             assert ranking[("laggard_nodes_seen", ())] > 0 and ranking[("laggard_live", ())] == 1
+            # every task-events partition it normalises says how many events came for jobs already final: none here
+            late = {labels: v for (name, labels), v in ranking.items() if name == "laggard_late_events"}
+            assert late == {(("partition", str(p)),): 0.0 for p in range(PARTITIONS)}, late
             assert ("laggard_delta_version_published", ()) not in scrape(ports[1])  # the prediction role ranks none
         deltas = decoded(bootstrap, "blacklist-deltas")
         predictions: list[StragglerPrediction] = decoded(bootstrap, "straggler-predictions")

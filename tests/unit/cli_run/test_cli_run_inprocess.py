@@ -285,3 +285,27 @@ def test_a_damaged_gzip_names_its_file_whether_corrupt_or_cut_short(tmp_path):
                                     capture_output=True, text=True, timeout=120)
             assert result.returncode == 1 and "Aborted" not in result.stderr and "Traceback" not in result.stderr
             assert "damaged gzip file" in result.stderr and str(path) in result.stderr, result.stderr
+
+
+def test_events_of_jobs_already_final_are_counted_and_warned_about_not_silently_dropped():
+    """A second synthetic trace after the first (as replayed into one set of topics) reuses its job ids: half its
+    events came for jobs already final and vanished from every count (7,977 samples instead of ~16,000)."""
+    from rich.console import Console
+
+    from laggard.report.terminal import print_counts
+
+    first = list(open_trace("synthetic:nodes=40,slow=3,jobs=200,seed=3"))
+    second = list(open_trace("synthetic:nodes=40,slow=3,jobs=200,seed=5"))
+    alone = LocalPipeline(Settings())
+    list(alone.run(first))
+    assert alone.late_events == 0  # a JobFinish after the declared tasks all succeeded loses nothing
+    both = LocalPipeline(Settings())
+    list(both.run(first + second))
+    assert both.late_events > 0.3 * len(second)
+    console = Console(record=True, width=200)
+    counts = {"events": both.counts.events, "tasks": 0, "jobs": 0, "skipped": 0, "bad_rows": 0, "finished": {},
+              "invalid": {}, "samples": both.counts.samples, "late_samples": 0, "late_events": both.late_events,
+              "rankings": both.counts.rankings, "deltas": 0, "seconds": 0.0, "bad_examples": []}
+    print_counts(counts, console)
+    text = console.export_text()
+    assert f"{both.late_events:,} events came for jobs already final" in text and "job id used again" in text

@@ -106,6 +106,15 @@ def test_events_after_the_job_is_final_are_counted_as_late_not_scored() -> None:
     assert normalizer.flush() == []
 
 
+def test_the_job_finish_of_a_job_final_by_its_declared_tasks_is_not_late() -> None:
+    """Every synthetic job ended so: 200 'late' events a run, each a JobFinish that lost nothing."""
+    normalizer = JobNormalizer()
+    normalizer.update(JobStart("j", 0, declared_tasks=2))
+    normalizer.update(finish("j", "a", "n1", 100, 10))
+    assert len(normalizer.update(finish("j", "b", "n1", 100, 30))) == 2  # final: both declared tasks succeeded
+    assert normalizer.update(JobFinish("j", 200)) == [] and normalizer.late_events == 0
+
+
 def test_provisional_values_are_against_the_successes_so_far_withdrawn_when_final_and_the_final_ones_exact() -> None:
     normalizer = JobNormalizer(provisional=True)
     durations = [10, 20, 60, 30]
