@@ -248,10 +248,28 @@ class CoordinatorNotYet(logging.Filter):
         return True
 
 
+_SLOW_STEP = re.compile(r"^Task .* ran for (\d+\.\d+)s \(>[\d.]+s threshold\)\. It is blocking the event loop")
+
+
+def not_a_short_slow_step(record: logging.LogRecord, below_s: float = 1.0) -> bool:
+    """kafka-python 3 warns when one step of its IO thread took over 0.1 s. In a worker busy with its own work that
+    is the GIL held by the work, not a client fault (a new user saw it at every start): kept from 1 s on.
+
+    >>> record = logging.LogRecord("kafka.net.selector", logging.WARNING, "", 0, "Task <t> ran for 0.153s (>0.100s "
+    ...                            "threshold). It is blocking the event loop -- likely a tight sync loop", None, None)
+    >>> not_a_short_slow_step(record), not_a_short_slow_step(record, below_s=0.1)
+    (False, True)
+    """
+    found = _SLOW_STEP.match(record.getMessage()) if record.name == "kafka.net.selector" else None
+    return found is None or float(found.group(1)) >= below_s
+
+
 def quiet_client_bursts(handlers: Iterable[logging.Handler], every_s: float = 30.0) -> None:
-    """Put one ``BurstFilter``, shared, and a ``CoordinatorNotYet`` on each handler (idempotent)."""
+    """Put one ``BurstFilter``, shared, a ``CoordinatorNotYet`` and ``not_a_short_slow_step`` on each handler
+    (idempotent)."""
     burst = BurstFilter(every_s)
     for handler in handlers:
         if not any(isinstance(existing, BurstFilter) for existing in handler.filters):
             handler.addFilter(CoordinatorNotYet())
+            handler.addFilter(not_a_short_slow_step)
             handler.addFilter(burst)
