@@ -64,8 +64,8 @@ ERRORS = Counter("laggard_extender_errors", "Requests that failed: bad-request (
 
 TASK_TYPE_KEY = "laggard.io/task-type"
 MAX_BODY_BYTES = 256 << 20  # an ExtenderArgs of 5,000 Node objects (Kubernetes' largest supported cluster)
-# The scheduler gives an extender 30 s by default (ExtenderConfig.httpTimeout): a body that has not arrived by then
-# (a client that declared more bytes than it sends) is answered, not waited for with its connection held.
+# The scheduler gives an extender 30 s by default (ExtenderConfig.httpTimeout): a body of which no byte came for
+# that long (a client that declared more bytes than it sends) is answered, not waited for with its connection held.
 BODY_TIMEOUT_S = 30.0
 StatusOf = Callable[[str, str], NodeStatus]  # (node, task type) -> status
 
@@ -211,19 +211,26 @@ class Extender:
 
 async def _body(request: web.Request, timeout_s: float) -> bytes | web.Response:
     """The request's body, or the JSON error answering it: 413 when it declares or sends more than
-    ``MAX_BODY_BYTES`` (refused before reading what it declared), 408 when it has not arrived in ``timeout_s``."""
+    ``MAX_BODY_BYTES`` (refused before reading what it declared), 408 when no byte of it came for ``timeout_s``
+    (a body that keeps arriving, however slowly, is read)."""
     declared = request.content_length
     if declared is not None and declared > MAX_BODY_BYTES:
         return _refused(413, "too-large", f"a body of {declared:,} bytes is over the {MAX_BODY_BYTES >> 20} MiB "
                         "an extender request may have")
-    try:
-        return await asyncio.wait_for(request.read(), timeout_s)
-    except web.HTTPRequestEntityTooLarge:  # a chunked body that ran past the limit
-        return _refused(413, "too-large", f"the body is over the {MAX_BODY_BYTES >> 20} MiB an extender request "
-                        "may have")
-    except TimeoutError:
-        got = f" of the {declared:,} declared" if declared is not None else ""
-        return _refused(408, "timeout", f"the body{got} did not arrive within {timeout_s:g} s")
+    chunks, got = [], 0
+    while True:
+        try:
+            chunk = await asyncio.wait_for(request.content.read(1 << 20), timeout_s)
+        except TimeoutError:
+            of = f" of {declared:,} declared" if declared is not None else ""
+            return _refused(408, "timeout", f"no byte of the body came for {timeout_s:g} s ({got:,}{of} received)")
+        if not chunk:
+            return b"".join(chunks)
+        got += len(chunk)
+        if got > MAX_BODY_BYTES:  # a chunked body that ran past the limit
+            return _refused(413, "too-large", f"the body is over the {MAX_BODY_BYTES >> 20} MiB an extender "
+                            "request may have")
+        chunks.append(chunk)
 
 
 def _refused(status: int, kind: str, why: str) -> web.Response:

@@ -17,7 +17,9 @@ data: a dead letter's reason is reduced to its kind (``reason_kind``), topics an
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterable
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 
@@ -54,11 +56,25 @@ OFFSET_SEEKS_BACK = Counter("laggard_offset_seeks_back", "Partitions sought back
                             registry=None)
 LATE_EVENTS = Gauge("laggard_late_events", "Task and job events that came for a job already final (after its "
                     "JobFinish or idle timeout, or a job id used again) and were not scored, per task-events "
-                    "partition this process normalises", ["partition"], registry=None)
+                    "partition this process normalises now (a JobFinish is never counted: it carries nothing to "
+                    "score); the partition's count since its state began, checkpoints included", ["partition"],
+                    registry=None)
 LIVE = Gauge("laggard_live", "1 when the liveness check passes")
 READY = Gauge("laggard_ready", "1 when the readiness check passes")
 
 _RANKING = (RANKING_DURATION, PERIOD_LAG, NODES_SEEN, DELTA_PUBLISHED)
+
+
+def late_events(partition: int, count: int) -> None:
+    """``LATE_EVENTS`` of a partition this process normalises."""
+    LATE_EVENTS.labels(str(partition)).set(count)
+
+
+def forget_late_events(partitions: Iterable[int]) -> None:
+    """Partitions this process no longer normalises: their series go (their next owner serves them)."""
+    for partition in partitions:
+        with contextlib.suppress(KeyError):
+            LATE_EVENTS.remove(str(partition))
 _registered: set[object] = set()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -297,9 +298,7 @@ def _run(
     )
     try:
         outcome = consumer.run(once=once)
-    except BrokerUnavailable as exc:
-        raise UserError(str(exc)) from exc
-    except TopicMissing as exc:
+    except (BrokerUnavailable, TopicMissing) as exc:
         raise UserError(str(exc)) from exc
     except KeyboardInterrupt:
         logging.getLogger("laggard.adapters").info(
@@ -363,9 +362,9 @@ def _kubernetes_api(kubeconfig: Path | None, context: str | None) -> Any:
                 config.load_kube_config(context=context)
     except (ConfigException, OSError) as exc:
         raise UserError(f"no Kubernetes configuration ({exc}): pass --kubeconfig FILE or run in a pod") from exc
-    except yaml.YAMLError as exc:  # a kubeconfig that is not YAML at all
-        where = kubeconfig or "~/.kube/config"
-        raise UserError(f"the Kubernetes configuration {where} is not YAML: {str(exc).splitlines()[0]}") from exc
+    except (yaml.YAMLError, TypeError, AttributeError, KeyError, ValueError) as exc:  # not YAML, or not a kubeconfig
+        raise UserError(f"{kubeconfig or os.environ.get('KUBECONFIG') or '~/.kube/config'} is not a Kubernetes "
+                        f"configuration: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}") from exc
     return client.CoreV1Api()
 
 

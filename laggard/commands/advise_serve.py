@@ -189,15 +189,18 @@ def _one_line_client_faults(record: logging.LogRecord) -> bool:
 
 
 def _check_free(host: str, port: int, what: str) -> None:
-    """Bind ``host:port`` for a moment (0: any port, nothing to check): in use, unknown or not local is one line."""
+    """Bind ``host:port`` for a moment, in the host's own address family (IPv6 too), as aiohttp then binds it (0:
+    any port, nothing to check): in use, unknown or not local is one line."""
     if not port:
         return
     try:
-        with socket.create_server((host, port), reuse_port=False) as probe:
-            probe.close()
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp: a TIME_WAIT is no conflict
+            probe.bind(address)
     except OSError as exc:
-        why = str(exc.strerror or exc).split(" (while attempting", 1)[0]  # create_server adds the address again
-        raise UserError(f"cannot {what} {host}:{port}: {why}") from None
+        raise UserError(f"cannot {what} {host}:{port}: {exc.strerror or exc}") from None
 
 
 def _trees_line(adviser: Adviser) -> str:
@@ -232,7 +235,8 @@ async def _serve(extender: Any, host: str, port: int, budget: str) -> None:
         await runner.cleanup()
         raise UserError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
     bound = port or next(iter(runner.addresses))[1]
-    click.echo(f"scheduler extender on http://{host}:{bound} (filter, prioritize, healthz){budget}", err=True)
+    where = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
+    click.echo(f"scheduler extender on http://{where}:{bound} (filter, prioritize, healthz){budget}", err=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

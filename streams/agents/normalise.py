@@ -12,9 +12,10 @@ from typing import cast
 
 import faust
 from faust.types import AgentT
+from faust.types.tuples import TP
 
 from streams import metrics
-from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, Slot, unacked_batches
+from streams.agents.checkpoint import Outputs, PartitionStates, RawEvent, RawStream, Slot, on_revoke, unacked_batches
 from streams.agents.common import send, send_raw
 from streams.agents.idleness import (
     IdleClock,
@@ -60,6 +61,11 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
                      caught_up=caught_up_of(app, states.taken, JOB_EVENTS.name, wiring.settings, "normalise_tasks"),
                      grace_s=wiring.settings.caught_up_grace_s)
     clear_on_revoke(app, idle, TOPICS)
+
+    async def forget_revoked(revoked: set[TP]) -> None:  # their series go with them (the next owner serves them)
+        metrics.forget_late_events(tp.partition for tp in revoked if tp.topic == TASK_EVENTS.name)
+
+    on_revoke(app, forget_revoked)
     lock = asyncio.Lock()  # one writer of the stages at a time: the agent or the idleness timer
     waiting: set[int] = set()  # partitions warned about waiting for job events
     outputs = Outputs()  # what the next checkpoint waits for: it must not reach the broker before them
@@ -87,8 +93,8 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
     async def step(stream: RawStream, slot: Slot[NormalizeStage], events: list[Event]) -> None:
         stage = slot.state
         emitted = stage.process_batch(events)
-        metrics.LATE_EVENTS.labels(str(stage.partition)).set(stage.late_events)
         released = release_job_stream_if_idle(idle, stage)
+        metrics.late_events(stage.partition, stage.late_events)
         warn_once_if_waiting(stage, wiring.job_idle_timeout_us, waiting)
         await emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,
                            released.progress or emitted.progress))
@@ -118,6 +124,7 @@ def register(app: faust.App, wiring: Wiring) -> AgentT[bytes]:
         # again: the ranking keys them by partition and boundary, so a repeat replaces, never adds.
         for slot in states.slots():
             await emit(release_job_stream_if_idle(idle, slot.state))
+            metrics.late_events(slot.state.partition, slot.state.late_events)
 
     idle_timer(app, idle, lock, "release_idle_job_streams", release_all)
     return normalise_tasks

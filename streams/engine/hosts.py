@@ -170,8 +170,8 @@ class NormaliseHost(Host[NormalizeStage]):
         self.forward(forwarded)
         stage = slot.state
         emitted = stage.process_batch(events)
-        metrics.LATE_EVENTS.labels(str(partition)).set(stage.late_events)
         released = release_job_stream_if_idle(self.idle, stage)
+        metrics.late_events(partition, stage.late_events)
         warn_once_if_waiting(stage, self.job_idle_timeout_us, self.waiting)
         self.emit(Emitted(emitted.samples + released.samples, emitted.summaries + released.summaries,
                           released.progress or emitted.progress))
@@ -207,13 +207,15 @@ class NormaliseHost(Host[NormalizeStage]):
     def tick(self) -> None:
         """Release the job streams that held their partition back too long (the agent's idleness timer); a slot
         that released something is ``dirty`` (its checkpoint is due)."""
-        for slot in self.slots.values():
+        for partition, slot in self.slots.items():
             released = release_job_stream_if_idle(self.idle, slot.state)
+            metrics.late_events(partition, slot.state.late_events)
             if released.samples or released.summaries or released.progress is not None:
                 slot.dirty = True
             self.emit(released)
 
     def forget(self) -> None:
+        metrics.forget_late_events(self.slots)
         self.slots.clear()
         self.idle.clear()
 

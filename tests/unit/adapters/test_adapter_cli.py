@@ -119,10 +119,12 @@ def test_a_file_in_a_missing_directory_is_refused_not_created(tmp_path: Path, ki
     assert not target.parent.exists()
 
 
-def test_k8s_with_a_kubeconfig_that_is_not_yaml_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", ["key: [unclosed\n", "-----BEGIN CERTIFICATE-----\nMIIB\n", "- a\n- b\n"],
+                         ids=["not-yaml", "a-certificate", "a-list"])
+def test_k8s_with_a_kubeconfig_that_is_not_one_says_so(tmp_path: Path, text: str) -> None:
     config = tmp_path / "kubeconfig"
-    config.write_text("key: [unclosed\n")
-    assert "is not YAML" in one_line_error(invoke("k8s", "--kubeconfig", str(config)))
+    config.write_text(text)
+    assert f"{config} is not a Kubernetes configuration" in one_line_error(invoke("k8s", "--kubeconfig", str(config)))
 
 
 def test_k8s_applier_that_cannot_reach_the_api_server_raises_apply_error_not_a_crash(tmp_path: Path) -> None:
