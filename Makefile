@@ -61,7 +61,7 @@ manifests: venv
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.compose-spec docker-compose.yml
 
 unit: venv
-	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q tests/unit streams producers adapters
+	LAGGARD_TRACES_DIR=$(TRACES) $(VENV)/bin/pytest -q tests/unit streams producers adapters laggard
 
 # Starts a broker on free ports, runs the integration tier against it, and stops it whatever happened.
 integration: venv kafka-jars

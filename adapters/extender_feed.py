@@ -93,6 +93,7 @@ class StatusFeed:
         try:
             self.live.save(self.state_path)
         except (ApplyError, OSError) as exc:
+            self.live.changed = True  # still to save: the next poll tries again, records or not
             ERRORS.labels("state-unsaved").inc()
             if not self._unsaved:
                 log.warning("cannot save the extender's state to %s (%s); node status stays live, retrying at each "

@@ -229,22 +229,31 @@ class BurstFilter(logging.Filter):
 class CoordinatorNotYet(logging.Filter):
     """aiokafka logs an ERROR when the broker has no group coordinator yet, which is what every broker's first
     start looks like for a second while it creates its offsets topic (a new user's first ``laggard worker`` showed
-    it): the client retries and joins. The line becomes a WARNING that says so.
+    it): the client retries and joins. In the process's first ``young_s`` seconds the line becomes a WARNING that
+    says so; later it stays an ERROR (a coordinator broker down, an offsets topic offline).
 
     >>> failed = ("[Error 15] GroupCoordinatorNotAvailableError",)
     >>> record = logging.LogRecord("aiokafka.consumer.group_coordinator", logging.ERROR, "", 0,
     ...                            "Group Coordinator Request failed: %s", failed, None)
-    >>> CoordinatorNotYet().filter(record), record.levelname, record.getMessage()[-44:]
-    (True, 'WARNING', 'creates it on its first start); retrying ...')
+    >>> CoordinatorNotYet().filter(record), record.levelname, "a broker's first start" in record.getMessage()
+    (True, 'WARNING', True)
+    >>> later = logging.LogRecord(record.name, logging.ERROR, "", 0, "Group Coordinator Request failed: %s", failed,
+    ...                           None)
+    >>> CoordinatorNotYet(young_s=0.0).filter(later), later.levelname  # an old process: an outage, not a start
+    (True, 'ERROR')
     """
 
+    def __init__(self, young_s: float = 120.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._clock, self._until = clock, clock() + young_s
+
     def filter(self, record: logging.LogRecord) -> bool:
-        if (record.levelno == logging.ERROR and record.name.startswith("aiokafka")
+        if (record.levelno == logging.ERROR and record.name.startswith("aiokafka") and self._clock() < self._until
                 and str(record.msg).startswith("Group Coordinator Request failed")
                 and "GroupCoordinatorNotAvailable" in record.getMessage()):
             record.levelno, record.levelname = logging.WARNING, "WARNING"
-            record.msg, record.args = ("%s (the broker has no group coordinator yet, as a broker that creates it "
-                                       "on its first start); retrying ...", (record.getMessage(),))
+            record.msg, record.args = ("%s (no group coordinator yet: a broker's first start creates it within "
+                                       "seconds); retrying ...", (record.getMessage(),))
         return True
 
 

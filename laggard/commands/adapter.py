@@ -92,7 +92,7 @@ def existing_directory(ctx: click.Context, param: click.Parameter, value: Path |
     """The file may not exist yet, but its directory must: a mistyped path would become a file nobody reads."""
     if value is not None and not value.expanduser().resolve().parent.is_dir():
         raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
-    return value
+    return None if value is None else value.expanduser()  # no shell expands ~ in a pod's args
 
 
 def _version_words(version: int | None) -> str:

@@ -184,7 +184,7 @@ def _one_line_client_faults(record: logging.LogRecord) -> bool:
         record.exc_info, record.exc_text = None, None
         record.levelno, record.levelname = logging.WARNING, "WARNING"
         words = " ".join(str(error).split())  # aiohttp's parse errors span lines
-        record.msg, record.args = "a client's request failed: %s: %s", (type(error).__name__, words)
+        record.msg, record.args = "%s: %s: %s", (record.getMessage(), type(error).__name__, words)  # names the client
     return True
 
 

@@ -65,13 +65,17 @@ def print_ranking(ranking: Ranking, console: Console, empty: str = NOTHING_TO_RA
 
 
 def _headline(reason: str) -> str:
-    """A reason's first clause, and the detector's when the policy's comes first (the blacklist below gives both
+    """A reason's first clause; for a node the policy holds, what holds it too (the blacklist below gives reasons
     whole). Clauses end at ": " or "; " outside parentheses.
 
     >>> _headline("clearly slow over 60 min for 2 periods: its 7 tasks run +1.3 job std behind (z 11; 3 looks)")
     'clearly slow over 60 min for 2 periods'
     >>> _headline("held: still slow (n=6, interval [-0.54, +1.48]); still slow: found +1.66 job std behind, ...")
     'held, still slow'
+    >>> _headline("held: min_dwell (2 full periods after the one it was added in) not over")
+    'held, min_dwell'
+    >>> _headline("clearly slow over 180 min for 1 period: its 5 tasks ...; boundary drawn with seed 7")
+    'clearly slow over 180 min for 1 period'
     """
     parts, depth, start = [], 0, 0
     for i, char in enumerate(reason):
@@ -81,5 +85,7 @@ def _headline(reason: str) -> str:
             start = i + 2
     parts.append((reason[start:], ""))
     head = parts[0][0]
-    after = [text for (text, _), (_, mark) in zip(parts[1:], parts, strict=False) if mark == ";"]
-    return head if not after else f"{head}, {after[-1]}"
+    if head != "held" or len(parts) == 1:  # the policy's own word: what holds the node follows
+        return head
+    detector = [text for (text, _), (_, mark) in zip(parts[1:], parts, strict=False) if mark == ";"]
+    return f"held, {detector[0] if detector else parts[1][0].split(' (')[0]}"

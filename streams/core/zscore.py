@@ -15,8 +15,7 @@ that finished first.
 
 Only the first SUCCEEDED attempt of a task id counts (a re-run of a finished task would otherwise
 weigh twice); failed, killed, evicted and lost attempts never count. Events of a job that is already
-final are counted in ``late_events`` (but a ``JobFinish`` after the job's declared tasks all succeeded) and otherwise
-ignored.
+final are counted in ``late_events`` (a ``JobFinish`` never: it carries nothing to score) and otherwise ignored.
 """
 
 from __future__ import annotations
@@ -99,7 +98,8 @@ class JobNormalizer:
         if ts > self._watermark:
             self._watermark = ts
         if event.job_id in self._finished:
-            # a JobFinish of a job final once its declared tasks succeeded is no loss; anything else came too late
+            # a JobFinish carries nothing to score (one after the declared tasks all succeeded ends every synthetic
+            # job); anything else came too late
             self.late_events += not isinstance(event, JobFinish)
         else:
             out.extend(self._apply(event))

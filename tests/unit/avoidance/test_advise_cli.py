@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from laggard.cli import cli
@@ -188,3 +189,16 @@ def test_serve_says_its_port_is_taken_before_it_reads_the_trace(tmp_path) -> Non
                                  SMALL], capture_output=True, text=True, timeout=120)  # a server: never in-process
     assert served.returncode == 1, served.stderr
     assert served.stderr.strip().splitlines() == [f"Error: cannot serve on 127.0.0.1:{port}: Address already in use"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["serve", "--target", "p", "--threshold", "-1"], "a chance of straggling, between 0 and 1, with --threshold: "
+                                                      "not -1"),
+    (["query", "--node", "node-04", "--target", "p", "--threshold", "0.3,compute=1.5"],
+     "not 1.5 (in 0.3,compute=1.5)"),
+    (["serve", "--bootstrap", "127.0.0.1:9092"], "--bootstrap needs --kafka"),
+])
+def test_the_new_refusals_say_what_is_wrong(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["advise", *args, "--trace", SMALL])
+    assert result.exit_code == 1 and message in result.output, result.output
+

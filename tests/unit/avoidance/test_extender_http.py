@@ -342,8 +342,9 @@ def test_a_client_fault_is_one_warning_line_not_an_aiohttp_traceback() -> None:
     except ConnectionResetError:
         import sys
 
-        record = logging.LogRecord("aiohttp.server", logging.ERROR, "", 0, "Error handling request", None,
-                                   sys.exc_info())
+        record = logging.LogRecord("aiohttp.server", logging.ERROR, "", 0, "Error handling request from %s",
+                                   ("127.0.0.1",), sys.exc_info())
     assert _one_line_client_faults(record)
     assert (record.levelname, record.exc_info) == ("WARNING", None)
-    assert logging.Formatter().format(record) == "a client's request failed: ConnectionResetError: Connection lost"
+    assert logging.Formatter().format(record) == ("Error handling request from 127.0.0.1: ConnectionResetError: "
+                                                  "Connection lost")
