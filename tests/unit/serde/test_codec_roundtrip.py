@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import struct
 from dataclasses import fields
 
 import fastavro
@@ -186,3 +187,19 @@ def test_a_long_past_64_bits_is_rejected_not_wrapped(ts_us: int) -> None:
 def test_the_longest_valid_longs_decode(ts_us: int) -> None:
     record = ev.TaskFinish("j", "t", 0, "n", ts_us, 7, ev.Status.SUCCEEDED)
     assert codec.decode(codec.encode(record)) == record
+
+
+def test_a_summary_whose_doubles_look_like_a_long_varint_is_read_at_c_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nine bytes of 0x80 and over come by chance in a summary's doubles: the C reader's body written back is
+    the record's very bytes, so no long was past 64 bits and the pure-Python reader is not needed."""
+    high = struct.unpack("<d", b"\x88" * 7 + b"\xc8")[0]  # all eight bytes over 0x80, so 16 in a row
+    moments = tuple(ev.NodeMoments(f"n{i}", i, 3, high, high) for i in range(50))
+    summary = ev.NodeSummary(0, 2, 3_600_000_000, 300_000_000, moments, ())
+    data = codec.encode(summary)
+    assert codec.MAYBE_OVERLONG.search(data, codec.HEADER_SIZE) is not None
+
+    def no_pure_python(*args: object) -> object:
+        raise AssertionError("read by the pure-Python reader")
+
+    monkeypatch.setattr(codec._read_py, "schemaless_reader", no_pure_python)
+    assert codec.decode(data) == summary
