@@ -177,6 +177,61 @@ def compile_encoder(record_type: type) -> Writer | None:
 # Every record type, compiled where its schema allows (a TaskCheckpoint's map is not): the codec otherwise.
 _ENCODERS: dict[type, Writer] = {t: compile_encoder(t) or codec.encode for t in codec.RECORD_TYPES}
 
+# A NodeScore (half the direct worker's output records, ~143 k in a statistics worker's first 300 k Google events) in
+# fewer steps than the field-by-field writer: its node's string and its window's two longs kept from the scores
+# before, its five doubles and two union tags in one struct pack. Only for the schema these fields match (else the
+# compiled writer above); any value the compiled writers would not vouch for goes to that writer, so to the codec.
+_SCORE_FIELDS = [("node_id", "string"), ("window_start_us", "long"), ("window_end_us", "long"), ("n", "int"),
+                 ("mean", "double"), ("std", "double"), ("ci_low", ["null", "double"]),
+                 ("ci_high", ["null", "double"]), ("normalized_count", "double")]  # fmt: skip
+_SCORE_TAIL = struct.Struct("<dd" + "Bd" * 2 + "d")  # mean, std, tag and ci_low, tag and ci_high, normalized_count
+_SCORE_NO_CI = struct.Struct("<ddH")  # mean, std, the two null tags (zero), then normalized_count as _DOUBLE
+_NODE_CACHE_MAX = 1 << 17  # node strings kept (a fleet's nodes: ~12.5 k on Google 2011); cleared past it
+
+
+def _node_score_encoder(fallback: Writer) -> Writer:
+    header = codec.codec_for(ev.NodeScore).header
+    nodes: dict[str, bytes] = {}
+    window: list[Any] = [None, None, b""]  # the last window's start, end and their bytes
+    pack_tail, pack_bare, pack_double = _SCORE_TAIL.pack, _SCORE_NO_CI.pack, _DOUBLE.pack
+
+    def encode(score: Any) -> bytes:
+        start, end, n = score.window_start_us, score.window_end_us, score.n
+        mean, std, low, high, count = score.mean, score.std, score.ci_low, score.ci_high, score.normalized_count
+        if (start.__class__ is not int or end.__class__ is not int or n.__class__ is not int
+                or mean.__class__ is not float or std.__class__ is not float or count.__class__ is not float):
+            return fallback(score)
+        if start != window[0] or end != window[1]:
+            window[:] = start, end, _long(start) + _long(end)
+        span: bytes = window[2]
+        if low is None and high is None:
+            tail = pack_bare(mean, std, 0) + pack_double(count)
+        elif low.__class__ is float and high.__class__ is float:
+            tail = pack_tail(mean, std, 2, low, 2, high, count)
+        else:
+            return fallback(score)
+        node_id = score.node_id
+        node = nodes.get(node_id)
+        if node is None:
+            if node_id.__class__ is not str:
+                return fallback(score)
+            if len(nodes) >= _NODE_CACHE_MAX:
+                nodes.clear()
+            node = nodes[node_id] = _string(node_id)
+        return header + node + span + (_SMALL[n] if 0 <= n < _SMALL_LIMIT else _long(n)) + tail
+
+    return encode
+
+
+def _with_node_scores(encoders: dict[type, Writer]) -> None:
+    schema = codec.codec_for(ev.NodeScore).schema
+    compiled = encoders[ev.NodeScore]
+    if compiled is not codec.encode and [(f["name"], f["type"]) for f in schema["fields"]] == _SCORE_FIELDS:
+        encoders[ev.NodeScore] = _node_score_encoder(compiled)
+
+
+_with_node_scores(_ENCODERS)
+
 
 def encode(record: object) -> bytes:
     """``codec.encode(record)``, compiled for the record types, the codec itself for a type it does not compile

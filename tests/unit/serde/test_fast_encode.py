@@ -129,3 +129,21 @@ def test_empty_and_long_arrays_are_fastavros_blocks() -> None:
         summary = ev.NodeSummary(1, 4, 3_600_000_000, 300_000_000, added, removed)
         assert fast_encode.encode(summary) == codec.encode(summary)
         assert codec.decode(fast_encode.encode(summary)) == summary
+
+
+def test_node_scores_in_a_row_are_written_as_the_codec_writes_each() -> None:
+    """NodeScore's own writer keeps its node strings and the last window's bytes: a window or a value that
+    changes between scores, intervals absent or half there, values the writers do not vouch for."""
+    nan, big = float("nan"), 1 << 40
+    scores = [ev.NodeScore("n1", 0, 10, 1, 0.5, 0.0, None, None, 1.0),
+              ev.NodeScore("n1", 0, 10, 3, -0.5, 2.0, -1.5, 0.5, 0.0),
+              ev.NodeScore("n2", 0, 11, 16384, nan, float("inf"), -0.0, nan, 2.5),
+              ev.NodeScore("n1", big, big + 10, 2, 0.5, 1.0, 0.25, None, 1.0),
+              ev.NodeScore("é", -5, 1 << 62, -3, 1.0, 1.0, 0.0, 1.0, 3.0),
+              ev.NodeScore("n2", 0, 10, 2, 1, 1.0, None, 1.0, 1.0),  # type: ignore[arg-type]
+              ev.NodeScore("n2", 0, 10, True, 1.0, 1.0, None, None, 1.0),
+              ev.NodeScore("n3", 0, 10, 1 << 63, 1.0, 1.0, None, None, 1.0),
+              ev.NodeScore("n3", 0.5, 10, 1, 1.0, 1.0, None, None, 1.0),  # type: ignore[arg-type]
+              ev.NodeScore("n1", 0, 10, 1, 0.5, 0.0, None, None, 1.0)]  # fmt: skip
+    for score in scores:
+        assert _outcome(fast_encode.encode, score) == _outcome(codec.encode, score), score
