@@ -11,6 +11,8 @@ import logging
 import math
 import time
 from collections.abc import Callable, Hashable
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from streams import kafka_clients, metrics
@@ -342,8 +344,8 @@ class RankHost(Host[PublishedRanking]):
         for publication in publications:
             if noted is not None:
                 noted()
-            for topic, key, record in published(publication, self.cluster_id):
-                self.outbox.send(topic, key, record)
+            for topic, sends in groupby(published(publication, self.cluster_id), itemgetter(0)):
+                self.outbox.send_many(topic, [(key, record) for _, key, record in sends])
         warning = ranking.late_warning()  # also without publications: a ranking fed marks alone
         if warning is not None:
             log.warning(warning)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from collections.abc import Iterable
 from typing import Any, cast
 
 import pytest
@@ -63,6 +64,10 @@ class Outbox:
 
     def send(self, topic: str, key: str, record: Any) -> None:
         self.records.append((topic, record, ()))
+
+    def send_many(self, topic: str, records: Iterable[tuple[str, Any]]) -> None:
+        for key, record in records:
+            self.send(topic, key, record)
 
     def send_raw(self, topic: str, key: bytes | None, value: bytes,
                  headers: list[tuple[str, bytes]] | None = None) -> None:
