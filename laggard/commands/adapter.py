@@ -387,13 +387,14 @@ def setup_adapter_logging() -> None:
     logger.setLevel(logging.INFO)
     logger.propagate = False
     # kafka-python's own warnings (a broker that went away) reach stderr in bursts of a few lines
-    from streams.health import BurstFilter
+    from streams.health import BurstFilter, not_a_short_slow_step
 
     root = logging.getLogger()
     if not any(getattr(h, "name", None) == "laggard-clients" for h in root.handlers):
         clients = logging.StreamHandler(sys.stderr)
         clients.set_name("laggard-clients")
         clients.setLevel(logging.WARNING)
+        clients.addFilter(not_a_short_slow_step)  # a step slowed by this process's own work, not a client fault
         clients.addFilter(BurstFilter())
         clients.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.addHandler(clients)
