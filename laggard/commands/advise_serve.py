@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +21,7 @@ from laggard.commands.advise_options import (
     target_option,
 )
 from laggard.commands.advise_runs import load_samples, train_all
-from laggard.commands.options import bootstrap_option, formats_epilog, serve_health, settings_with
+from laggard.commands.options import bootstrap_option, formats_epilog, probe_bind, serve_health, settings_with
 from laggard.errors import UserError
 from streams.core.avoidance.adviser import Adviser
 from streams.core.avoidance.budget import RefusalBudget
@@ -189,16 +188,12 @@ def _one_line_client_faults(record: logging.LogRecord) -> bool:
 
 
 def _check_free(host: str, port: int, what: str) -> None:
-    """Bind ``host:port`` for a moment, in the host's own address family (IPv6 too), as aiohttp then binds it (0:
-    any port, nothing to check): in use, unknown or not local is one line."""
+    """``probe_bind`` before the trees are trained (0: any port, nothing to check): in use, unknown or not local is
+    one line."""
     if not port:
         return
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp: a TIME_WAIT is no conflict
-            probe.bind(address)
+        probe_bind(host, port)
     except OSError as exc:
         raise UserError(f"cannot {what} {host}:{port}: {exc.strerror or exc}") from None
 

@@ -7,6 +7,7 @@ import functools
 import math
 import os
 import re
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -239,3 +240,13 @@ def serve_health(settings: Any) -> Any:
         raise UserError(f"cannot serve metrics on {settings.metrics_host}:{settings.metrics_port}: "
                         f"{exc.strerror}") from None
     return health
+
+
+def probe_bind(host: str, port: int) -> None:
+    """Bind ``host:port`` for a moment, in the host's own address family (IPv6 too) and as aiohttp binds (a
+    TIME_WAIT is no conflict); the OSError when it cannot be bound (in use, unknown host, not local)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)

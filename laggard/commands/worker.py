@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from laggard.commands.options import bootstrap_option, policies_epilog, policy_option, settings_with
+from laggard.commands.options import bootstrap_option, policies_epilog, policy_option, probe_bind, settings_with
 from laggard.errors import UserError
 from streams import kafka_clients
 from streams.health import Health
@@ -112,13 +111,11 @@ def _check_web_port(port: int) -> None:
     port could still be taken between this check and Faust's bind)."""
     if not port:
         return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: a TIME_WAIT is no conflict
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise UserError(f"cannot serve the worker's web port 127.0.0.1:{port}: {exc.strerror}; each worker on "
-                            "one host needs its own --web-port (0: none)") from None
+    try:
+        probe_bind("127.0.0.1", port)
+    except OSError as exc:
+        raise UserError(f"cannot serve the worker's web port 127.0.0.1:{port}: {exc.strerror}; each worker on "
+                        "one host needs its own --web-port (0: none)") from None
 
 
 def run_faust(settings: Settings, partitions: int, health: Health, loglevel: str) -> None:

@@ -156,7 +156,6 @@ class RunningTaskDetector:
         judged[kept] = True
         self._looks.keep_only(CodeSet(self._log.table.node_code, judged))
         plain, numbers = self._plain(kept, cols)
-        plain = np.asarray(plain, dtype=bool)
         same, earlier, made = self._reusable(names, kept, plain, numbers)
         # The judged nodes in name order (their evidence is made, and their new keys of state go in, in that order):
         # the plain ones' Evidence at once, last period's where the numbers are equal; the others' one by one.
