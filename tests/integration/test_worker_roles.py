@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -23,7 +24,7 @@ from streams.core.prediction.base import PredictionContext
 from streams.core.prediction.fleet import PredictorFleet
 from streams.core.prediction.stage import PredictStage
 from streams.settings import Settings
-from tests.integration.operations.support import CommittedOffsets, counted, scrape
+from tests.integration.operations.support import CommittedOffsets, counted, lags, scrape
 from tests.integration.support import (
     LAGGARD,
     decoded,
@@ -38,6 +39,7 @@ from tests.integration.test_stream_pipeline import PARTITIONS, in_process, summa
 
 TRACE = "synthetic:nodes=40,slow=3,jobs=150,checkpoints=4,seed=1"  # slow nodes, tasks with checkpoints
 DIRECT = ("--engine", "direct", "--partitions", str(PARTITIONS))
+T = TypeVar("T")
 
 
 def sent(port: int) -> int:
@@ -46,8 +48,8 @@ def sent(port: int) -> int:
                    if name == "laggard_events_out_total" and ("topic", "straggler-predictions") in labels))
 
 
-def settled(probe: Callable[[], set[tuple[str, str]]], log: Path, quiet_s: float = 15.0) -> set[tuple[str, str]]:
-    """``probe`` once it has not grown for ``quiet_s`` seconds (the worker read everything)."""
+def settled(probe: Callable[[], T], log: Path, quiet_s: float = 15.0) -> T:
+    """``probe`` once it has not changed for ``quiet_s`` seconds (the worker read everything)."""
     last, since = probe(), time.monotonic()
     deadline = since + 240
     while time.monotonic() - since < quiet_s:
@@ -83,8 +85,15 @@ def test_statistics_and_prediction_roles_run_apart(tmp_path: Path, monkeypatch: 
             offsets.close()
             wait_for(lambda: counted(ports[1], "laggard_events_in_total"), lambda read: read >= events, 180,
                      "the prediction worker to read every event", predict_log)
-            wait_for(lambda: (sent(ports[1]), len(decoded(bootstrap, "straggler-predictions"))),
-                     lambda counts: counts[0] == counts[1] > 0, 60, "its predictions on the broker", predict_log)
+
+            def flags() -> tuple[int, int]:  # sent by the prediction worker, on the broker
+                return sent(ports[1]), len(decoded(bootstrap, "straggler-predictions"))
+
+            wait_for(flags, lambda counts: counts[0] == counts[1] > 0, 60, "its predictions on the broker",
+                     predict_log)
+            # A poll's records are counted read before they are predicted on: the flags of the last poll may still
+            # be made and sent after the count reached every event (and after the two counts above agreed)
+            settled(flags, predict_log)
             by_worker = [sent(port) for port in ports]
             ranking = dict(scrape(ports[0]))  # the worker serves its ranking's series (an adapter does not)
             assert ranking[("laggard_delta_version_published", ())] == local_final.version
@@ -130,6 +139,7 @@ def test_a_prediction_worker_killed_mid_replay_ends_with_the_uninterrupted_flags
     expected = {(p.job_id, p.task_id) for event in open_trace(TRACE) for p in stage.process(event)}
     expected |= {(p.job_id, p.task_id) for p in stage.flush()}
     log = tmp_path / "prediction.log"
+    (second_port,) = kafka_local.free_ports(1)
     with fresh_broker(tmp_path / "broker") as bootstrap:
         first = start_worker(bootstrap, tmp_path, log, *DIRECT, "--role", "prediction")
         sender = subprocess.Popen([*LAGGARD, "replay", "--trace", TRACE, "--bootstrap", bootstrap, "--max-rate",
@@ -141,9 +151,14 @@ def test_a_prediction_worker_killed_mid_replay_ends_with_the_uninterrupted_flags
             first.send_signal(signal.SIGKILL)
             first.wait()
             assert sender.poll() is None, "the worker was killed while the replay was still sending"
-            second = start_worker(bootstrap, tmp_path, log, *DIRECT, "--role", "prediction")
+            second = start_worker(bootstrap, tmp_path, log, *DIRECT, "--role", "prediction", "--metrics-port",
+                                  str(second_port))
             try:
                 assert sender.wait(300) == 0
+                # Quiet alone is not the end: a replay that ended soon after the kill leaves the second worker
+                # waiting for its assignment (the killed member's session runs out first) with nothing new published
+                wait_for(lambda: lags(second_port), lambda lag: len(lag) == 2 * PARTITIONS and not any(lag.values()),
+                         240, "the second worker to hold every partition and read it to its end", log)
                 predictions = settled(lambda: {(p.job_id, p.task_id)
                                                for p in decoded(bootstrap, "straggler-predictions")}, log)
             finally:
