@@ -1,4 +1,4 @@
-"""`laggard adapter file|yarn|k8s|webhook`: apply blacklist changes from Kafka to a scheduler (SPEC 5)."""
+"""`laggard adapter file|yarn|k8s (kubernetes)|webhook`: apply blacklist changes from Kafka to a scheduler (SPEC 5)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import orjson
 
+from laggard.commands.adapter_report import report, version_words
 from laggard.commands.options import bootstrap_option, serve_health, settings_with
 from laggard.errors import INTERRUPTED, UserError
 
@@ -22,7 +21,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 NOT_IN_SYNC = 3
 
 
-@click.group()
+ALIASES = {"kubernetes": "k8s"}  # the SPEC's "Kubernetes adapter": operators type the word, not the numeronym
+
+
+class AliasedGroup(click.Group):
+    """A group that also answers to the ``ALIASES`` of its commands; help lists each command once, by its name."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, ALIASES.get(cmd_name, cmd_name))
+
+
+@click.group(cls=AliasedGroup)
 def adapter() -> None:
     """Apply blacklist changes to a scheduler.
 
@@ -93,10 +102,6 @@ def existing_directory(ctx: click.Context, param: click.Parameter, value: Path |
     if value is not None and not value.expanduser().resolve().parent.is_dir():
         raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
     return None if value is None else value.expanduser()  # no shell expands ~ in a pod's args
-
-
-def _version_words(version: int | None) -> str:
-    return "no version yet" if version is None else f"version {version}"
 
 
 @adapter.command()
@@ -202,7 +207,9 @@ def yarn(
 )
 @click.option("--context", default=None, help="Kubeconfig context [default: its current context]")
 def k8s(taint: str, kubeconfig: Path | None, context: str | None, **common: Any) -> None:
-    """Taint blacklisted Kubernetes nodes; remove only the taints laggard added."""
+    """Taint blacklisted Kubernetes nodes; remove only the taints laggard added.
+
+    `k8s` and `kubernetes` name this one command (and its one state file, .laggard/adapters/k8s-CLUSTER.json)."""
     from adapters.k8s import K8sApplier, Taint
 
     try:
@@ -302,37 +309,14 @@ def _run(
         raise UserError(str(exc)) from exc
     except KeyboardInterrupt:
         logging.getLogger("laggard.adapters").info(
-            "interrupted: state kept at %s", _version_words(follower.state.version)
+            "interrupted: state kept at %s", version_words(follower.state.version)
         )
         if once:  # not "in sync" (0): a cron job must tell an interrupted run from a finished one
             sys.exit(INTERRUPTED)
         return
-    _report(outcome, kind=kind, cluster=cluster, dry_run=dry_run, as_json=as_json)
+    report(outcome, kind=kind, cluster=cluster, dry_run=dry_run, as_json=as_json)
     if once and (not outcome.in_sync or outcome.state_problem):
         sys.exit(NOT_IN_SYNC)
-
-
-def _report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bool) -> None:
-    """One summary line on stderr; with --json, the outcome as one JSON document on stdout."""
-    summary = (
-        f"cluster {cluster}: "
-        # the version this adapter applied: None when none was (nothing published, or every change refused)
-        + ("no blacklist applied yet" if outcome.version is None else
-           f"version {outcome.version} {'followed (dry run: nothing applied)' if dry_run else 'applied'}")
-        + f", {len(outcome.blacklist)} node(s) blacklisted; "
-        f"{outcome.applied} {'would be applied' if dry_run else 'applied'}, {outcome.refused} refused, "
-        f"{outcome.skipped} skipped"
-    )
-    why = f": {outcome.problem}" if outcome.problem else ""
-    others = sorted(outcome.other_clusters)
-    hint = (f"; the topics hold blacklists of other clusters only: {', '.join(others[:5])}"
-            f"{' ...' if len(others) > 5 else ''} (--cluster-id)" if outcome.version is None and others else "")
-    click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})")
-               + (f"; {outcome.state_problem}" if outcome.state_problem else "") + hint, err=True)
-    if as_json:
-        document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
-                    "dry_run": dry_run}  # fmt: skip
-        click.echo(orjson.dumps(document).decode())
 
 
 def _known_nodes(value: str | None) -> int | frozenset[str] | None:

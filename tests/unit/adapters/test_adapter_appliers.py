@@ -281,11 +281,11 @@ def test_the_once_summary_says_what_was_applied_and_why_it_is_not_in_sync(capsys
     """A webhook that could not deliver version 1 printed "no blacklist published yet ... (NOT in sync)": the version
     was published, just not applied, and the reason was only in the log."""
     from adapters.consumer import Outcome
-    from laggard.commands.adapter import _report
+    from laggard.commands.adapter_report import report
 
-    _report(Outcome(refused=1, problem="POST http://127.0.0.1:39998/hook: connection refused"), kind="webhook",
+    report(Outcome(refused=1, problem="POST http://127.0.0.1:39998/hook: connection refused"), kind="webhook",
             cluster="default", dry_run=False, as_json=False)  # fmt: skip
-    _report(Outcome(applied=2, version=4, blacklist=["n1"]), kind="file", cluster="c", dry_run=False, as_json=False)
+    report(Outcome(applied=2, version=4, blacklist=["n1"]), kind="file", cluster="c", dry_run=False, as_json=False)
     first, second = capsys.readouterr().err.splitlines()
     assert first.startswith("cluster default: no blacklist applied yet, 0 node(s) blacklisted; 0 applied, 1 refused")
     assert first.endswith("(NOT in sync: POST http://127.0.0.1:39998/hook: connection refused)")
@@ -296,14 +296,14 @@ def test_the_once_summary_names_an_unsaved_state_file_and_the_clusters_a_wrong_i
     """Both were a log line only: a state file a full disk would not take, and a --cluster-id that matched nothing
     while deltas of other clusters went by (a typo)."""
     from adapters.consumer import Outcome
-    from laggard.commands.adapter import _report
+    from laggard.commands.adapter_report import report
 
     unsaved = "state file /full/disk/state.json not saved (No space left on device)"
-    _report(Outcome(applied=1, version=1, blacklist=["n1"], state_problem=unsaved), kind="file", cluster="c",
+    report(Outcome(applied=1, version=1, blacklist=["n1"], state_problem=unsaved), kind="file", cluster="c",
             dry_run=False, as_json=False)  # fmt: skip
     others = [f"cluster-{i}" for i in range(7, 0, -1)]
-    _report(Outcome(other_clusters=others), kind="file", cluster="clustr-1", dry_run=False, as_json=False)
-    _report(Outcome(applied=1, version=2, other_clusters=others), kind="file", cluster="c", dry_run=False,
+    report(Outcome(other_clusters=others), kind="file", cluster="clustr-1", dry_run=False, as_json=False)
+    report(Outcome(applied=1, version=2, other_clusters=others), kind="file", cluster="c", dry_run=False,
             as_json=False)  # fmt: skip
     saved, missed, ours = capsys.readouterr().err.splitlines()
     assert saved.endswith(f"; {unsaved}") and "NOT in sync" not in saved

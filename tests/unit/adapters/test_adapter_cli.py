@@ -94,6 +94,15 @@ def test_k8s_rejects_a_malformed_taint() -> None:
     assert "KEY=VALUE:EFFECT" in one_line_error(invoke("k8s", "--taint", "slow"))
 
 
+def test_kubernetes_is_the_k8s_adapter_under_its_spelled_out_name() -> None:
+    """Operators typed `laggard adapter kubernetes` (the SPEC's "Kubernetes adapter") and got "No such command"."""
+    shown = invoke("kubernetes", "--help")
+    assert shown.exit_code == 0 and "Taint blacklisted Kubernetes nodes" in shown.output and "--taint" in shown.output
+    assert "KEY=VALUE:EFFECT" in one_line_error(invoke("kubernetes", "--taint", "slow"))  # the k8s command runs
+    listed = [line.split()[0] for line in invoke("--help").output.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == ["file", "k8s", "webhook", "yarn"]  # one entry for the one command
+
+
 def test_k8s_without_any_configuration_says_how_to_give_one(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))

@@ -1,0 +1,37 @@
+"""What a run of `laggard adapter` says when it ends: one summary line on stderr and, with --json, the outcome as
+one JSON document on stdout."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import click
+import orjson
+
+
+def version_words(version: int | None) -> str:
+    return "no version yet" if version is None else f"version {version}"
+
+
+def report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: bool) -> None:
+    """One summary line on stderr; with --json, the outcome as one JSON document on stdout."""
+    summary = (
+        f"cluster {cluster}: "
+        # the version this adapter applied: None when none was (nothing published, or every change refused)
+        + ("no blacklist applied yet" if outcome.version is None else
+           f"version {outcome.version} {'followed (dry run: nothing applied)' if dry_run else 'applied'}")
+        + f", {len(outcome.blacklist)} node(s) blacklisted; "
+        f"{outcome.applied} {'would be applied' if dry_run else 'applied'}, {outcome.refused} refused, "
+        f"{outcome.skipped} skipped"
+    )
+    why = f": {outcome.problem}" if outcome.problem else ""
+    others = sorted(outcome.other_clusters)
+    hint = (f"; the topics hold blacklists of other clusters only: {', '.join(others[:5])}"
+            f"{' ...' if len(others) > 5 else ''} (--cluster-id)" if outcome.version is None and others else "")
+    click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})")
+               + (f"; {outcome.state_problem}" if outcome.state_problem else "") + hint, err=True)
+    if as_json:
+        document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
+                    "dry_run": dry_run}  # fmt: skip
+        click.echo(orjson.dumps(document).decode())
