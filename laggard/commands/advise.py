@@ -96,14 +96,14 @@ def eval_(spec: str, seeds: str, tune_seeds: str, learn_hours: float | None, bud
     hours = learn_hours if learn_hours is not None else (1.0 if synthetic else 7.0)
     chosen = tuple(t.strip() for t in targets.split(",") if t.strip())
     if not chosen or any(t not in TARGETS for t in chosen):
-        raise UserError(f"--targets must name some of {', '.join(TARGETS)}, not {targets!r}")
+        raise click.BadParameter(f"name some of {', '.join(TARGETS)}, not {targets!r}", param_hint="--targets")
     knobs = Knobs(depth=depth, min_leaf=min_leaf, budget=budget, learn_hours=hours, repeats=repeats,
                   targets=chosen, per_type=not one_threshold, rule=rule, refusal_budget=refusal_budget,
                   budget_share=budget_share, budget_window=checked_window(budget_window, allow_off=False),
                   top=top, least=least, rate=rate, calibration_window=calibration_window, burst=burst)  # fmt: skip
     check_plot_dir(plot)
     if synthetic:
-        document = evaluate_synthetic(spec, parse_seeds(seeds), parse_seeds(tune_seeds), knobs)
+        document = evaluate_synthetic(spec, parse_seeds(seeds), parse_seeds(tune_seeds, "--tune-seeds"), knobs)
     else:
         document = evaluate_trace(spec, knobs)
     if plot:
@@ -191,7 +191,8 @@ def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: b
     kinds = [task_type] if task_type else cart.types()
     unknown = [k for k in kinds if k not in cart.trees]
     if unknown:
-        raise UserError(f"no tree for task type {unknown[0]!r}; types with a tree: {', '.join(cart.types()) or 'none'}")
+        raise click.BadParameter(f"no tree for task type {unknown[0]!r}; types with a tree: "
+                                 f"{', '.join(cart.types()) or 'none'}", param_hint="--type")
     if not _emit({"trees": {k: cart.text(k) for k in kinds}}, as_json):
         for kind in kinds:
             click.echo(f"# task type {kind}\n{cart.text(kind)}")
@@ -227,8 +228,8 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
 
     calibrated = bool(calibration["calibrated"])  # make_budget takes the flag out of ``calibration``
     if calibrated and budget_state is None:  # a fresh calibration has no requests to rank among, no tokens
-        raise UserError("--calibrated ranks a request among the earlier ones and pays refusals with tokens they "
-                        "earned: give --budget-state FILE to keep them between queries")
+        raise click.UsageError("--calibrated ranks a request among the earlier ones and pays refusals with tokens they "
+                               "earned: give --budget-state FILE to keep them between queries")
     threshold = default_threshold(threshold, target, calibrated)
     budget = make_budget(budget_share, budget_window, calibration)
     if budget_state is not None and budget_state.exists():
@@ -240,7 +241,7 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
     adviser, tracker, end_us, types = adviser_from(spec, 4, 50, threshold, target)
     if task_type is None:  # "all" answered "no tree yet: allowed" on every trace whose tasks have types
         if len(types) != 1:
-            raise UserError(f"{spec} has tasks of types {', '.join(types)}: give --type")
+            raise click.UsageError(f"{spec} has tasks of types {', '.join(types)}: give --type")
         task_type = types[0]
     adviser.listed, adviser.budget = BlacklistFile(blacklist)(), budget
     advice = adviser.place(node, task_type, tracker.status(node, end_us, task_type), cpu, memory)

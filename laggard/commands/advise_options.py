@@ -1,5 +1,5 @@
 """The options and their parsing that ``laggard advise``'s commands share (budget, calibration, threshold,
-target, seeds): each is one line of error for a wrong value, never a traceback."""
+target, seeds): a wrong value is a usage error (click's exit 2) with one line naming the option, never a traceback."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from laggard.errors import UserError
 from streams.core.avoidance.budget import DEFAULT_SHARE, DEFAULT_WINDOW, RefusalBudget, parse_window
 from streams.core.avoidance.calibration import (
     DEFAULT_BURST,
@@ -19,8 +18,8 @@ from streams.core.avoidance.calibration import (
 from streams.core.avoidance.calibration import DEFAULT_SHARE as DEFAULT_RATE
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``1-5`` or ``1,3,7`` -> seeds."""
+def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
+    """``1-5`` or ``1,3,7`` -> seeds (a mistake is a usage error naming ``option``)."""
     try:
         if "-" in text:
             low, high = (int(part) for part in text.split("-", 1))
@@ -28,9 +27,10 @@ def parse_seeds(text: str) -> list[int]:
         else:
             seeds = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise UserError(f"seeds must be LO-HI or a comma list of integers, not {text!r}") from None
+        raise click.BadParameter(f"seeds must be LO-HI or a comma list of integers, not {text!r}",
+                                 param_hint=option) from None
     if not seeds:  # "5-1" ran nothing and printed a mean over 0 seeds
-        raise UserError(f"no seed in {text!r}: give LO-HI with LO <= HI, or a comma list")
+        raise click.BadParameter(f"no seed in {text!r}: give LO-HI with LO <= HI, or a comma list", param_hint=option)
     return seeds
 
 
@@ -75,8 +75,8 @@ def checked_window(text: str, allow_off: bool = True) -> str:
     try:
         parse_window(text)
     except ValueError:
-        raise UserError(f"--budget-window must be a positive count or a duration like 2h, 30m, 90s"
-                        f"{' or off' if allow_off else ''}, not {text!r}") from None
+        raise click.BadParameter(f"a positive count or a duration like 2h, 30m, 90s{' or off' if allow_off else ''}, "
+                                 f"not {text!r}", param_hint="--budget-window") from None
     return text
 
 
@@ -111,7 +111,7 @@ def parse_threshold(text: str) -> tuple[float, dict[str, float]]:
             else:
                 default = float(value)
     except ValueError:
-        raise UserError(f"--threshold must be a number or TYPE=NUMBER,..., not {text!r}") from None
+        raise click.BadParameter(f"a number or TYPE=NUMBER,..., not {text!r}", param_hint="--threshold") from None
     return default, per_type
 
 

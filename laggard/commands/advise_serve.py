@@ -42,8 +42,8 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
     outside = [value for value in (default, *per_type.values()) if not 0.0 <= value <= 1.0]
     if target == "p" and outside:  # a negative one avoided every node; one above 1 none
         within = f" (in {threshold})" if "," in threshold or "=" in threshold else ""
-        raise UserError(f"--target p compares a chance of straggling, between 0 and 1, with --threshold: not "
-                        f"{outside[0]:g}{within}")
+        raise click.UsageError(f"--target p compares a chance of straggling, between 0 and 1, with --threshold: not "
+                               f"{outside[0]:g}{within}")
     tracker = NodeStatusTracker()
     samples, _ = load_samples(spec, tracker)
     end_us = max(s.label_us for s in samples)
@@ -51,8 +51,8 @@ def adviser_from(spec: str, depth: int, min_leaf: int, threshold: str, target: s
     types = sorted({s.task_type for s in samples})
     unknown = sorted(set(per_type) - set(trees.trees) - ({POOLED} if pooled else set()))
     if unknown:  # a threshold no tree reads was silently ignored
-        raise UserError(f"--threshold names task type(s) with no tree in {spec}: {', '.join(unknown)} (trees: "
-                        f"{', '.join(sorted(trees.trees))})")
+        raise click.UsageError(f"--threshold names task type(s) with no tree in {spec}: {', '.join(unknown)} (trees: "
+                               f"{', '.join(sorted(trees.trees))})")
     if pooled and POOLED not in trees.trees:  # a trace with enough untyped tasks has its own tree for them
         every = train_all([replace(s, task_type=POOLED) for s in samples], depth, min_leaf, target)
         trees.trees.update(every.trees)
@@ -76,8 +76,8 @@ def default_threshold(threshold: str | None, target: str, calibrated: bool) -> s
     if threshold is not None:
         return threshold
     if target == "p" and not calibrated:
-        raise UserError("--target p predicts a chance of straggling: give --threshold (e.g. 0.3, or `laggard advise "
-                        "eval`'s per-type choice as TYPE=P,... with a bare number for the other types)")
+        raise click.UsageError("--target p predicts a chance of straggling: give --threshold (e.g. 0.3, or `laggard "
+                               "advise eval`'s per-type choice as TYPE=P,... with a bare number for the other types)")
     return "0" if calibrated else "1.0"
 
 
@@ -124,9 +124,11 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     from laggard.commands.adapter import setup_adapter_logging
 
     if state_file is not None and not live:
-        raise UserError("--state needs --kafka: without it node status is rebuilt from the trace at every start")
+        raise click.UsageError("--state needs --kafka: without it node status is rebuilt from the trace at every "
+                               "start")
     if bootstrap is not None and not live:
-        raise UserError("--bootstrap needs --kafka: without it node status comes from the trace, not from a broker")
+        raise click.UsageError("--bootstrap needs --kafka: without it node status comes from the trace, not from a "
+                               "broker")
     settings = settings_with(bootstrap, metrics_port=metrics_port)
     # before the trees are trained (a minute and more on a large trace): a port in use is said at once
     _check_free(host, port, "serve on")
@@ -142,8 +144,9 @@ def serve(spec: str, host: str, port: int, threshold: str | None, target: str, b
     never = [kind for kind in sorted(adviser.trees.trees) if adviser.threshold_for(kind) >= 1.0]
     if target == "p" and not calibrated and never:  # a chance is never above 1: their pods would pass everywhere
         pooled_words = f" (`{POOLED}` judges pods of no task type)" if POOLED in never else ""
-        raise UserError(f"--threshold leaves the tree(s) {', '.join(never)} at a chance of 1, which avoids nothing"
-                        f"{pooled_words}: add a bare number for them (e.g. --threshold 0.35,compute=0.30)")
+        raise click.UsageError(f"--threshold leaves the tree(s) {', '.join(never)} at a chance of 1, which avoids "
+                               f"nothing{pooled_words}: add a bare number for them (e.g. --threshold "
+                               "0.35,compute=0.30)")
     adviser.budget = budget
     setup_adapter_logging()  # a pass the spent budget allows, a pod type with no tree: logged, as adapters log
     logging.getLogger("aiohttp.server").addFilter(_one_line_client_faults)

@@ -234,11 +234,11 @@ def eval_(specs: tuple[str, ...], methods: str | None, alpha: float | None, init
 
         given = None if methods is None else [n.strip() for n in methods.split(",") if n.strip()]
         if given == []:
-            raise UserError("--methods names no method")
+            raise click.UsageError("--methods names no method")
         emit(run_heldout(specs, given, context, online, repeats, err), as_json)
         return
     if len(specs) > 1:
-        raise UserError("give one --trace (several traces are compared only with --heldout)")
+        raise click.UsageError("give one --trace (several traces are compared only with --heldout)")
     spec = specs[0]
     names = parse_methods(",".join(DEFAULT_METHODS) if methods is None else methods)  # '' names none: an error
     check_plot_dir(plot)

@@ -44,8 +44,8 @@ def candidates_for(names: Sequence[str] | None) -> list[Candidate]:
     known = {c.family for c in CANDIDATES}
     ignored = [name for name in names if not set(expand_names([name])) & known]
     if not chosen or ignored:  # "spark,foo" ran spark alone and said nothing of foo
-        raise UserError(f"--heldout compares these families only: {families}"
-                        + (f" (not {', '.join(ignored)})" if ignored else ""))
+        raise click.UsageError(f"--heldout compares these families only: {families}"
+                               + (f" (not {', '.join(ignored)})" if ignored else ""))
     return chosen
 
 

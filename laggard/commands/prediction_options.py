@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 
 from laggard.commands.options import settings_with
@@ -28,10 +29,10 @@ def parse_methods(text: str) -> list[str]:
     given = [name for name in (raw.strip() for raw in text.split(",")) if name]
     for name in given:
         if name not in ALIASES and name not in PREDICTORS:
-            raise UserError(f"unknown method {name!r}: choose from {method_choices()}")
+            raise click.UsageError(f"unknown method {name!r} in --methods: choose from {method_choices()}")
     names = expand_names(given)
     if not names:
-        raise UserError("--methods names no method")
+        raise click.UsageError("--methods names no method")
     return names
 
 
@@ -83,9 +84,9 @@ def check_plot_dir(plot: str | None) -> None:
     """Fail before the work, not after it, when the plot could not be written."""
     if plot and plot.endswith(("/", os.sep)):  # "--plot out/" wrote a PNG file named "out"
         example = f"{plot.rstrip('/' + os.sep)}/plot.png"
-        raise UserError(f"--plot {plot} names a directory: give a file name (e.g. {example})")
+        raise click.UsageError(f"--plot {plot} names a directory: give a file name (e.g. {example})")
     if plot and Path(plot).suffix.lower() not in PLOT_SUFFIXES:  # "jct.svg" got PNG bytes; "jct.txt" too
-        raise UserError(f"--plot {plot}: give a file ending {', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]} "
-                        "(the suffix chooses the format)")
+        raise click.UsageError(f"--plot {plot}: give a file ending {', '.join(PLOT_SUFFIXES[:-1])} or "
+                               f"{PLOT_SUFFIXES[-1]} (the suffix chooses the format)")
     if plot and not Path(plot).expanduser().resolve().parent.is_dir():
-        raise UserError(f"cannot write plot {plot}: its directory does not exist")
+        raise click.UsageError(f"--plot {plot}: its directory does not exist (create it, or fix the path)")

@@ -57,11 +57,11 @@ def parse_spares(text: str) -> list[int | None]:
         elif item.isascii() and item.isdigit():
             value = int(item)
         else:
-            raise UserError(f"--spares takes 'unlimited' or a count of machines, not {raw.strip()!r}")
+            raise click.UsageError(f"--spares takes 'unlimited' or a count of machines, not {raw.strip()!r}")
         if value not in settings:
             settings.append(value)
     if not settings:
-        raise UserError("--spares names no setting")
+        raise click.UsageError("--spares names no setting")
     return settings
 
 

@@ -1,4 +1,5 @@
-"""``laggard advise`` as a user runs it: one JSON document with --json, one clear line and exit 1 on bad input."""
+"""``laggard advise`` as a user runs it: one JSON document with --json, one clear line on bad input (exit 2 for a
+usage error, as click's own; 1 for a trace or state that cannot be used)."""
 
 from __future__ import annotations
 
@@ -98,11 +99,16 @@ def test_queries_sharing_a_calibration_state_rank_each_chance_among_the_earlier_
     assert saved["format"] == "laggard-calibrated-budget/1" and saved["requests"] == 3 and len(saved["scores"]) == 3
 
 
-def test_bad_input_is_one_line_and_exit_1() -> None:
+def test_a_usage_error_is_one_line_and_exit_2_as_click_s_own() -> None:
+    """Every one of these exited 1, where click's own usage errors (a missing --trace, --depth 0) exit 2: a script
+    could not tell a mistyped option from a failed run."""
     for args in (["eval", "--trace", SMALL, "--seeds", "one"],
+                 ["eval", "--trace", SMALL, "--tune-seeds", "x"],
                  ["eval", "--trace", SMALL, "--targets", "speed"],
+                 ["eval", "--trace", SMALL, "--plot", "advice.txt"],
                  ["query", "--trace", SMALL, "--node", "n", "--threshold", "compute=high"],
-                 ["query", "--trace", "csv:/no/such.csv", "--node", "n"],
+                 ["query", "--trace", SMALL, "--node", "n", "--budget-window", "soon"],
+                 ["serve", "--trace", SMALL, "--state", "status.json"],  # --state needs --kafka
                  ["eval", "--trace", SMALL, "--budget-window", "soon"],
                  ["tree", "--trace", f"{SMALL},seed=3", "--type", "nope"],
                  # a trace of several task types: the default "all" answered "no tree yet: allowed" to every query
@@ -120,8 +126,15 @@ def test_bad_input_is_one_line_and_exit_1() -> None:
                  ["serve", "--trace", SMALL, "--bootstrap", "127.0.0.1:9092"],  # was silently ignored
                  ["query", "--trace", SMALL, "--node", "node-04", "--target", "p", "--threshold", "0.3,compute=1.5"]):
         result = CliRunner().invoke(cli, ["advise", *args])
-        assert result.exit_code == 1, (args, result.output)
+        assert result.exit_code == 2, (args, result.output)
         assert "Traceback" not in result.output and result.output.strip().splitlines()[-1].startswith("Error: ")
+        assert result.output.count("Error") == 1, result.output
+    assert CliRunner().invoke(cli, ["advise", "eval"]).exit_code == 2  # click's own: --trace is missing
+
+
+def test_a_trace_that_cannot_be_read_is_one_line_and_exit_1() -> None:
+    result = CliRunner().invoke(cli, ["advise", "query", "--trace", "csv:/no/such.csv", "--node", "n"])
+    assert result.exit_code == 1 and result.output.strip() == "Error: No such file or directory: /no/such.csv"
 
 
 def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silent_switch(tmp_path: Path) -> None:
@@ -138,7 +151,7 @@ def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silen
     plain = CliRunner().invoke(cli, base)
     assert plain.exit_code == 1 and "holds a calibrated budget; add --calibrated" in plain.output
     alone = CliRunner().invoke(cli, [*base[:-3], "--json", "--calibrated"])  # no --budget-state: it could never refuse
-    assert alone.exit_code == 1 and "give --budget-state FILE" in alone.output
+    assert alone.exit_code == 2 and "give --budget-state FILE" in alone.output
 
 
 def test_query_without_a_type_takes_the_trace_s_one_type(tmp_path) -> None:
@@ -200,5 +213,5 @@ def test_serve_says_its_port_is_taken_before_it_reads_the_trace(tmp_path) -> Non
 ])
 def test_the_new_refusals_say_what_is_wrong(args: list[str], message: str) -> None:
     result = CliRunner().invoke(cli, ["advise", *args, "--trace", SMALL])
-    assert result.exit_code == 1 and message in result.output, result.output
+    assert result.exit_code == 2 and message in result.output, result.output
 

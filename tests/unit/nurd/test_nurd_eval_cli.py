@@ -56,22 +56,22 @@ def test_text_output_says_which_threshold_protocol_is_used(spec: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "code"),  # 2: a usage error (click's convention); 1: the trace cannot be used
     [
-        (["--methods", "nope"], "unknown method 'nope'"),
-        (["--trace", "google2011-usage:/no/such/dir"], "No such file or directory"),
-        (["--trace", "nosuchformat:/tmp"], "unknown trace format"),
-        (["--trace", "synthetic:nodes=10,slow=1,jobs=5"], "has no task checkpoints"),
-        (["--heldout", "--methods", "spark,foo"], "(not foo)"),  # ran spark alone, foo dropped without a word
-        (["--trace", "google2011-events:/no/such/dir"], "has no task checkpoints"),  # said after reading it all
-        (["--methods", "spark", "--plot", "plots/"], "--plot plots/ names a directory"),  # wrote a PNG named plots
-        (["--methods", "spark", "--plot", "f1.txt"], "give a file ending .png, .svg or .pdf"),  # PNG bytes in it
+        (["--methods", "nope"], "unknown method 'nope'", 2),
+        (["--trace", "google2011-usage:/no/such/dir"], "No such file or directory", 1),
+        (["--trace", "nosuchformat:/tmp"], "unknown trace format", 1),
+        (["--trace", "synthetic:nodes=10,slow=1,jobs=5"], "has no task checkpoints", 1),
+        (["--heldout", "--methods", "spark,foo"], "(not foo)", 2),  # ran spark alone, foo dropped without a word
+        (["--trace", "google2011-events:/no/such/dir"], "has no task checkpoints", 1),  # said after reading it all
+        (["--methods", "spark", "--plot", "plots/"], "--plot plots/ names a directory", 2),  # wrote a PNG named plots
+        (["--methods", "spark", "--plot", "f1.txt"], "give a file ending .png, .svg or .pdf", 2),  # PNG bytes in it
     ],
 )
-def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str) -> None:
+def test_user_mistakes_are_one_line(spec: str, args: list[str], message: str, code: int) -> None:
     full = ["eval", "--trace", spec, *args] if args[0] != "--trace" else ["eval", *args]
     result = CliRunner().invoke(cli, full)
-    assert result.exit_code == 1
+    assert result.exit_code == code
     assert message in result.stderr
     assert "Traceback" not in result.output
 
@@ -128,7 +128,7 @@ def test_heldout_chooses_on_other_traces_and_says_which_candidates(tmp_path: Pat
 
 def test_several_traces_without_heldout_are_refused(spec: str) -> None:
     result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--trace", spec, "--methods", "hadoop"])
-    assert result.exit_code == 1 and "only with --heldout" in result.stderr
+    assert result.exit_code == 2 and "only with --heldout" in result.stderr
 
 
 def test_plot_with_heldout_is_refused_not_silently_skipped(spec: str) -> None:

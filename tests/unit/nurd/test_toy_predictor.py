@@ -66,4 +66,4 @@ def test_a_registered_toy_runs_by_name_through_laggard_eval(registered: None, tr
 def test_an_unregistered_name_is_refused_again(traces_dir: Path) -> None:
     spec = f"google2011-usage:{traces_dir / 'google2011-nurd-timeseries' / 'timeseriesspecsixtotal' / JOB}"
     result = CliRunner().invoke(cli, ["eval", "--trace", spec, "--methods", "toy"])
-    assert result.exit_code == 1 and "unknown method 'toy'" in result.stderr
+    assert result.exit_code == 2 and "unknown method 'toy'" in result.stderr

@@ -105,4 +105,4 @@ def test_the_plot_suffix_chooses_its_format(tmp_path) -> None:
     assert svg.read_bytes().lstrip().startswith(b"<?xml") and b"<svg" in svg.read_bytes()[:2000]
     refused = CliRunner().invoke(cli, ["simulate", "--trace", "synthetic:nodes=12,slow=1,jobs=6,checkpoints=4",
                                        "--plot", str(tmp_path / "jct.txt")])
-    assert refused.exit_code == 1 and "give a file ending .png, .svg or .pdf" in refused.stderr
+    assert refused.exit_code == 2 and "give a file ending .png, .svg or .pdf" in refused.stderr
