@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from laggard.commands.adapter_report import report, version_words
+from laggard.commands.adapter_report import failed, report, version_words
 from laggard.commands.options import bootstrap_option, serve_health, settings_with
 from laggard.errors import INTERRUPTED, UserError
 
@@ -46,7 +46,8 @@ def adapter() -> None:
     Following, Ctrl-C or SIGTERM stops it (exit 0). With --once the adapter exits 0 when in sync with the
     latest version, 3 when a change was refused or failed, or a version gap could not be closed (the state
     stays at the last applied version), or the state file could not be saved (a full disk: the scheduler has
-    the change); 130 when Ctrl-C interrupted it; 1, with one line, when no broker answers.
+    the change); 130 when Ctrl-C interrupted it; 1, with one line, when no broker answers (with --json, stdout
+    still holds the outcome: "in_sync": false and the problem).
     """
 
 
@@ -306,6 +307,8 @@ def _run(
     try:
         outcome = consumer.run(once=once)
     except (BrokerUnavailable, TopicMissing) as exc:
+        failed(consumer.outcome, follower.state, str(exc), kind=kind, cluster=cluster, dry_run=dry_run,
+               as_json=as_json)  # fmt: skip
         raise UserError(str(exc)) from exc
     except KeyboardInterrupt:
         logging.getLogger("laggard.adapters").info(

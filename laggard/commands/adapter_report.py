@@ -1,5 +1,5 @@
 """What a run of `laggard adapter` says when it ends: one summary line on stderr and, with --json, the outcome as
-one JSON document on stdout."""
+one JSON document on stdout; a run the broker ended (``failed``) says so in the same document."""
 
 from __future__ import annotations
 
@@ -32,6 +32,20 @@ def report(outcome: Any, *, kind: str, cluster: str, dry_run: bool, as_json: boo
     click.echo(summary + ("" if outcome.in_sync else f" (NOT in sync{why})")
                + (f"; {outcome.state_problem}" if outcome.state_problem else "") + hint, err=True)
     if as_json:
-        document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
-                    "dry_run": dry_run}  # fmt: skip
-        click.echo(orjson.dumps(document).decode())
+        _echo_json(outcome, kind=kind, cluster=cluster, dry_run=dry_run)
+
+
+def failed(outcome: Any, state: Any, problem: str, *, kind: str, cluster: str, dry_run: bool, as_json: bool) -> None:
+    """With --json, a run that no broker answered (or whose topics are missing) is still one JSON document: the
+    counts so far, ``problem`` saying what happened, and the state it stays at (``state``: the follower's). A
+    script piping stdout into jq gets ``in_sync: false`` and the reason, not an empty stdout; the caller prints
+    the one error line on stderr and exits 1."""
+    outcome.problem, outcome.version, outcome.blacklist = problem, state.version, sorted(state.applied)
+    if as_json:
+        _echo_json(outcome, kind=kind, cluster=cluster, dry_run=dry_run)
+
+
+def _echo_json(outcome: Any, *, kind: str, cluster: str, dry_run: bool) -> None:
+    document = {**asdict(outcome), "in_sync": outcome.in_sync, "cluster_id": cluster, "adapter": kind,
+                "dry_run": dry_run}  # fmt: skip
+    click.echo(orjson.dumps(document).decode())

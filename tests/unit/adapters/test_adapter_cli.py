@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,23 @@ def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
     )
     assert "no Kafka broker answers at 127.0.0.1:1" in one_line_error(result)
     assert not (tmp_path / "b").exists()
+
+
+def test_once_json_with_no_broker_still_prints_one_json_document_of_what_happened(tmp_path: Path) -> None:
+    """A scheduler owner's cron job pipes `--once --json` into jq: with the broker down stdout was empty, so jq
+    printed nothing and the script could not tell a failed run from one that never ran."""
+    from adapters import statefile
+    from adapters.follower import FollowerState
+
+    state = tmp_path / "s.json"
+    statefile.save(state, "default", statefile.SavedState(FollowerState(3, frozenset({"n7"}), frozenset({"n7"}))))
+    result = invoke("file", "--path", str(tmp_path / "b"), "--bootstrap", "127.0.0.1:1", "--once", "--json",
+                    "--state-file", str(state))  # fmt: skip
+    assert result.exit_code == 1 and "no Kafka broker answers at 127.0.0.1:1" in one_line_error(result)
+    document = json.loads(result.stdout)
+    assert document["in_sync"] is False and "no Kafka broker answers at 127.0.0.1:1" in document["problem"]
+    assert (document["version"], document["blacklist"], document["applied"]) == (3, ["n7"], 0)  # where it stays
+    assert (document["adapter"], document["cluster_id"]) == ("file", "default")
 
 
 def test_yarn_needs_somewhere_to_write() -> None:
