@@ -11,7 +11,8 @@ kube-scheduler POSTs an ``ExtenderArgs`` JSON body (``Pod``, and either ``Nodes`
 * ``prioritize`` answers a ``HostPriorityList``: ``[{"Host": node, "Score": 0..10}]``.
 
 The Go types carry no JSON tags, so the field names are the Go names; Go's decoder matches keys ignoring
-case, and so does this one. The pod's task type is its ``laggard.io/task-type`` annotation or label, else
+case, and so does this one. The pod's task type is its ``laggard.io/task-type`` annotation or label (a string, as
+Kubernetes has them: a number or any other JSON value is a 400), else
 ``all``, the tree of every type pooled (``laggard advise serve``); a type with no tree is allowed everywhere but
 on the blacklist, with a warning the first time it comes; its CPU and memory requests are not read (the trees learned
 requests in the trace's units, not in cores and bytes). A body that is not JSON, or not an ExtenderArgs,
@@ -100,7 +101,12 @@ def parse_args(body: bytes) -> tuple[str, list[str], list[dict[str, Any]] | None
     if not isinstance(labels, dict) or not isinstance(annotations, dict):
         raise BadArgs("Pod.metadata.labels and .annotations must be objects (string to string)")
     marks = {**labels, **annotations}
-    task_type = task_type_of(str(marks.get(TASK_TYPE_KEY, "")))
+    named = marks.get(TASK_TYPE_KEY)
+    if named is not None and not isinstance(named, str):  # 3 was judged as a type "3", true as "True"
+        raise BadArgs(f"the pod's {TASK_TYPE_KEY} must be a string naming a task type (Kubernetes labels and "
+                      f"annotations are strings), not the JSON {_JSON_KINDS.get(type(named), 'value')} "
+                      f"{json.dumps(named)[:40]}")
+    task_type = task_type_of(named or "")
     names, items = _get(args, "NodeNames"), None
     if names is None:
         nodes = _get(args, "Nodes")
@@ -111,6 +117,9 @@ def parse_args(body: bytes) -> tuple[str, list[str], list[dict[str, Any]] | None
     if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
         raise BadArgs("NodeNames must be a list of node names")
     return task_type, names, items
+
+
+_JSON_KINDS = {int: "number", float: "number", bool: "boolean", dict: "object", list: "array"}
 
 
 def _node_name(item: Any) -> str:

@@ -185,6 +185,19 @@ def test_a_bad_body_gets_a_400_with_a_reason_and_the_server_goes_on(server: str,
     assert _post(f"{server}/filter", json.dumps(ARGS).encode())[0] == 200
 
 
+@pytest.mark.parametrize(("value", "words"), [(3, "number 3"), (True, "boolean true"), (["map"], 'array ["map"]')])
+def test_a_task_type_that_is_not_a_string_is_refused_not_judged_as_its_text(server: str, value: Any,
+                                                                           words: str) -> None:
+    """`"laggard.io/task-type": 3` was judged as type "3" (no tree: allowed everywhere), `true` as "True": Kubernetes
+    labels and annotations are strings, so such a body is not a pod's, and the caller must hear it."""
+    pod = {"metadata": {"annotations": {"laggard.io/task-type": value}}}
+    status, result = _post(f"{server}/filter", json.dumps({"Pod": pod, "NodeNames": ["node-busy"]}).encode())
+    assert status == 400 and "laggard.io/task-type must be a string" in result["Error"] and words in result["Error"]
+    quoted = {"metadata": {"annotations": {"laggard.io/task-type": "map"}}}  # the same pod with its type as a string
+    status, result = _post(f"{server}/filter", json.dumps({"Pod": quoted, "NodeNames": ["node-busy"]}).encode())
+    assert status == 200 and "node-busy" in result["FailedNodes"]  # judged by the map tree: busy, avoided
+
+
 def test_a_node_list_of_a_large_cluster_is_read_not_refused_as_too_large(server: str) -> None:
     """Without nodeCacheCapable the scheduler sends whole Node objects: aiohttp's 1 MiB default answered 413 (as
     plain text) from about a hundred nodes with their images listed, and every pod failed to schedule."""
