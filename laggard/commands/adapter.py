@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from laggard.commands.adapter_report import failed, report, version_words
-from laggard.commands.options import bootstrap_option, serve_health, settings_with
+from laggard.commands.options import bootstrap_option, existing_directory, serve_health, settings_with
 from laggard.errors import INTERRUPTED, UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -96,13 +96,6 @@ def common_options(func: F) -> F:
     for option in reversed(options):
         func = option(func)
     return func
-
-
-def existing_directory(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
-    """The file may not exist yet, but its directory must: a mistyped path would become a file nobody reads."""
-    if value is not None and not value.expanduser().resolve().parent.is_dir():
-        raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
-    return None if value is None else value.expanduser()  # no shell expands ~ in a pod's args
 
 
 @adapter.command()

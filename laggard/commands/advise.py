@@ -35,7 +35,7 @@ from laggard.commands.advise_options import (
 )
 from laggard.commands.advise_runs import Knobs, evaluate_synthetic, evaluate_trace, load_samples
 from laggard.commands.advise_serve import adviser_from, default_threshold, learned_trees, same_kind, serve
-from laggard.commands.options import formats_epilog, stdout_console
+from laggard.commands.options import existing_directory, formats_epilog, stdout_console
 from laggard.commands.prediction_options import check_plot_dir
 from laggard.errors import UserError
 from laggard.report.terminal import percent
@@ -214,7 +214,7 @@ def tree(spec: str, task_type: str | None, depth: int, min_leaf: int, as_json: b
               help="a file adapter's blacklist")
 @budget_options
 @calibrated_option
-@click.option("--budget-state", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--budget-state", type=click.Path(dir_okay=False, path_type=Path), callback=existing_directory,
               help="the refusal budget's window, read before (when it exists; its share and window win) and "
                    "written after this query, so a series of queries shares one budget")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document on stdout")
@@ -235,6 +235,8 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
     if budget_state is not None and budget_state.exists():
         try:
             budget = restore_budget(orjson.loads(budget_state.read_bytes()))
+        except OSError as exc:
+            raise UserError(f"cannot read --budget-state {budget_state}: {exc.strerror or exc}") from None
         except (ValueError, orjson.JSONDecodeError) as exc:
             raise UserError(f"--budget-state {budget_state}: {exc}") from None
         same_kind(budget, calibrated, f"--budget-state {budget_state}")
@@ -248,7 +250,11 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
     if node not in tracker.nodes():  # the tracker answers an idle node: say so, the verdict stands
         advice = replace(advice, reason=f"{advice.reason} (node {node} never seen in the trace: taken as idle)")
     if budget_state is not None and budget is not None:
-        budget_state.write_text(orjson.dumps(budget.snapshot()).decode() + "\n")
+        try:
+            budget_state.write_text(orjson.dumps(budget.snapshot()).decode() + "\n")
+        except OSError as exc:  # was "Error: Permission denied: PATH", after the trees were trained, no option named
+            raise UserError(f"cannot write --budget-state {budget_state}: {exc.strerror or exc}; no advice given, as "
+                            "the budget could not keep it") from None
     document = {"node": node, "task_type": task_type, "verdict": advice.verdict, "expected_z": advice.expected_z,
                 "threshold": advice.threshold, "budget_spent": advice.budget_spent,
                 "reason": advice.reason}  # fmt: skip

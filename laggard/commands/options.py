@@ -117,6 +117,16 @@ def _check_address(bootstrap: str) -> None:
         raise click.BadParameter(problem, param_hint="--bootstrap")
 
 
+def existing_directory(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
+    """A click callback for a file to write: it may not exist yet, but its directory must (a mistyped path would
+    become a file nobody reads, or fail only after the work)."""
+    if value is not None and not value.expanduser().resolve().parent.is_dir():
+        if value.expanduser().resolve().parent.exists():
+            raise click.BadParameter(f"{str(value.parent)!r} is a file, not a directory (fix the path)")
+        raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
+    return None if value is None else value.expanduser()  # no shell expands ~ in a pod's args
+
+
 class PositiveFinite(click.FloatRange):
     """A number above 0 that is a number: ``nan`` passed ``FloatRange(min=0, min_open=True)`` (no comparison holds
     for it) and ``inf`` did too; both meant "as fast as possible" to a pacer."""

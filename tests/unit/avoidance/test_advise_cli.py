@@ -154,6 +154,32 @@ def test_a_budget_state_of_the_other_kind_than_the_flags_is_one_line_not_a_silen
     assert alone.exit_code == 2 and "give --budget-state FILE" in alone.output
 
 
+def test_a_budget_state_that_cannot_be_written_is_one_line_naming_the_path(tmp_path: Path) -> None:
+    """A missing directory said "Error: No such file or directory: PATH" only after the trees were trained (a minute
+    on a large trace), naming no option; a file it may not write, "Permission denied: PATH" the same way."""
+    base = ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04", "--type", "compute", "--json"]
+    (tmp_path / "a-file").write_text("")
+    for parent, problem in ((tmp_path / "no-such-dir", "does not exist"), (tmp_path / "a-file", "not a directory")):
+        refused = CliRunner().invoke(cli, [*base, "--budget-state", str(parent / "budget.json")])
+        assert refused.exit_code == 2 and refused.stdout == "", refused.output  # a usage error, said at once:
+        assert "reading synthetic" not in refused.stderr  # before the trace is read
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith("Error: Invalid value for '--budget-state'") and f"{str(parent)!r}" in last
+        assert problem in last and not (parent / "budget.json").exists()
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's sysfs: a directory no one may create in")
+def test_a_budget_state_the_query_may_not_write_is_one_line_and_no_advice() -> None:
+    """sysfs refuses a new file even to root: a real write that fails after the advice was computed."""
+    args = ["advise", "query", "--trace", f"{SMALL},seed=3", "--node", "node-04", "--type", "compute", "--json",
+            "--budget-state", "/sys/laggard-budget.json"]  # fmt: skip
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 1 and refused.stdout == "", refused.output  # no advice the budget did not keep
+    assert refused.stderr.strip().splitlines()[-1] == ("Error: cannot write --budget-state /sys/laggard-budget.json: "
+                                                       "Permission denied; no advice given, as the budget could not "
+                                                       "keep it")
+
+
 def test_query_without_a_type_takes_the_trace_s_one_type(tmp_path) -> None:
     """Before, the default type was "all": on a trace whose tasks all have a real type it answered "no tree for task
     type 'all' yet: allowed" whatever the node."""
