@@ -17,7 +17,9 @@ does not. Traces with progress reports should be converted to a format that stam
 
 Rows need not be sorted: events go through ``sort_external`` (in memory up to half a million events, sorted
 runs on temporary disk above that). Bad rows (wrong column count, a non-integer time, end before start, an
-unknown status, an empty id) are counted and the first few reported; they never stop the reader.
+unknown status, an empty id) are counted and the first few reported; they never stop the reader. A row that repeats
+an earlier one in every column the reader uses (an export that wrote some lines twice) is dropped and counted as
+skipped (``REPEATED``): its task would otherwise start and finish twice.
 
 >>> import tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "tasks.csv"
@@ -42,6 +44,8 @@ _RUNNING = frozenset({"", "RUNNING"})
 _TRUE = frozenset({"1", "true", "yes", "y", "t"})
 _FALSE = frozenset({"", "0", "false", "no", "n", "f"})
 _START, _FINISH = RANK[TaskStart], RANK[TaskFinish]
+REPEATED = "duplicate rows dropped, each the same as an earlier line"
+UNFINISHED = "attempt did not finish in the trace (start only)"
 
 
 def header_of(path: str | Path) -> list[str]:
@@ -70,7 +74,36 @@ def read_csv_tasks(path: str | Path, stats: ReadStats) -> Iterator[Event]:
     """Events of the task table ``path`` in event-time order (see the module doc)."""
     file = Path(path)
     names = header_of(file)  # fails now, not at the first event, when the header is wrong
-    return (_event(row) for row in sort_external(_rows(file, names, stats)))
+    return (_event(row) for row in _without_repeats(sort_external(_rows(file, names, stats)), stats))
+
+
+def _without_repeats(rows: Iterator[Row], stats: ReadStats) -> Iterator[Row]:
+    """The sorted rows but those of a file line that repeats an earlier line (``REPEATED``); a kept line with no
+    finish is counted (``UNFINISHED``) here, once. A start row carries its line's finish (``_parse``), so two starts
+    equal but for the line number come from equal lines; equal lines start at the same time, so only one timestamp's
+    starts are held, and a dropped start's finish is dropped by its line."""
+    at: int | None = None
+    starts: set[Row] = set()
+    dropped: set[int] = set()
+    for row in rows:
+        if row[1] == _FINISH:
+            if row[2] in dropped:
+                dropped.discard(row[2])
+            else:
+                yield row
+            continue
+        if row[0] != at:
+            at, starts = row[0], set()  # equal lines start together: earlier times can hold none of their repeats
+        key = row[3:]
+        if key in starts:
+            stats.skip(REPEATED)
+            if row[-1]:  # it has a finish to drop too
+                dropped.add(row[2])
+            continue
+        starts.add(key)
+        if not row[-1]:
+            stats.skip(UNFINISHED)
+        yield row
 
 
 def _rows(file: Path, names: list[str], stats: ReadStats) -> Iterator[Row]:
@@ -85,9 +118,6 @@ def _rows(file: Path, names: list[str], stats: ReadStats) -> Iterator[Row]:
                 yield from _parse(fields, index, line)
             except ValueError as exc:
                 stats.bad(file, line, str(exc))
-                continue
-            if _value(fields, index, "end_us") == "":
-                stats.skip("attempt did not finish in the trace (start only)")
 
 
 def _parse(fields: list[str], index: dict[str, int], line: int) -> list[Row]:
@@ -103,17 +133,17 @@ def _parse(fields: list[str], index: dict[str, int], line: int) -> list[Row]:
         raise ValueError("negative start_us or attempt")
     speculative = _flag(_value(fields, index, "speculative"))
     ident = (job, task, attempt, node)
-    rows: list[Row] = [(start, _START, line, *ident, _value(fields, index, "task_type"), speculative, "")]
+    started = (start, _START, line, *ident, _value(fields, index, "task_type"), speculative)
     status, end_text = _value(fields, index, "status").upper(), _value(fields, index, "end_us")
     if end_text == "" and status in _RUNNING:
-        return rows
+        return [(*started, "")]
     if status not in Status.__members__:
         raise ValueError(f"unknown status {status!r} (expected one of {', '.join(Status.__members__)})")
     end = _integer(fields, index, "end_us")
     if end < start:
         raise ValueError(f"ends before it starts (end_us {end} < start_us {start})")
-    rows.append((end, _FINISH, line, *ident, "", end - start, status))
-    return rows
+    # the start row's last field (unused by ``_event``) holds the finish: ``_without_repeats`` compares whole lines
+    return [(*started, f"{end} {status}"), (end, _FINISH, line, *ident, "", end - start, status)]
 
 
 def _value(fields: list[str], index: dict[str, int], name: str) -> str:

@@ -70,6 +70,27 @@ def test_bad_rows_are_reported_with_line_and_reason(tmp_path: Path) -> None:
     ]  # only the first three kept
 
 
+@pytest.mark.parametrize("chunk", [1, 500_000])  # sorted runs on disk (a JSON round trip), and in memory
+def test_a_repeated_row_is_read_once_and_counted_but_rows_that_differ_are_all_kept(tmp_path: Path, chunk: int,
+                                                                                  monkeypatch) -> None:
+    rows = ["j1,t1,n1,10,30,SUCCEEDED", "j1,t2,n2,10,,", "j1,t3,n1,10,50,SUCCEEDED"]
+    path = _write(tmp_path / "tasks.csv", [
+        HEADER, *rows,
+        "j1,t3,n1,10,60,SUCCEEDED",  # the same attempt ending later: not a repeat, a conflict the file holds (kept)
+        *rows,  # the whole table exported twice: a finished row, a running one, far from their first lines
+        "j1,t1,n1,10,30,SUCCEEDED",
+    ])  # fmt: skip
+    monkeypatch.setattr(external_sort, "DEFAULT_CHUNK_ROWS", chunk)
+    stats = ReadStats()
+    events = list(read_csv_tasks(path, stats))
+    assert [(type(e).__name__, e.task_id, e.ts_us) for e in events] == [
+        ("TaskStart", "t1", 10), ("TaskStart", "t2", 10), ("TaskStart", "t3", 10), ("TaskStart", "t3", 10),
+        ("TaskFinish", "t1", 30), ("TaskFinish", "t3", 50), ("TaskFinish", "t3", 60)]  # fmt: skip
+    assert stats.skip_reasons == {"attempt did not finish in the trace (start only)": 1,  # t2, once
+                                  "duplicate rows dropped, each the same as an earlier line": 4}
+    assert stats.skipped == 5 and stats.bad_rows == 0
+
+
 def test_a_header_without_the_required_columns_fails_before_reading(tmp_path: Path) -> None:
     path = _write(tmp_path / "tasks.csv", ["job_id,task_id,start_us,end_us", "j1,t1,1,2"])
     with pytest.raises(ValueError, match="node_id, status"):

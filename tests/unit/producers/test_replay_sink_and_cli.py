@@ -103,6 +103,22 @@ def test_bad_rows_are_shown_with_file_and_line(tmp_path: Path) -> None:
     assert summary["bad_rows"] == 1 and summary["bad_examples"][0]["line"] == 3
 
 
+def test_the_summary_counts_a_duplicated_csv_row_once_and_says_how_many_were_dropped(tmp_path: Path) -> None:
+    """A task table whose rows were exported twice was replayed twice over: "12 events (6 task starts)" for 3 tasks."""
+    rows = ["j1,t1,n1,0,1000000,SUCCEEDED", "j1,t2,n2,0,2000000,SUCCEEDED", "j1,t3,n3,0,1500000,SUCCEEDED"]
+    path = tmp_path / "tasks.csv"
+    path.write_text("\n".join(["job_id,task_id,node_id,start_us,end_us,status", *rows, rows[1], rows[2], rows[2]]))
+    sent = [orjson.loads(line) for line in _run("--trace", f"csv:{path}", "--sink", "stdout").stdout.splitlines()]
+    assert sorted((event["type"], event["task_id"]) for event in sent) == sorted(
+        (kind, task) for kind in ("TaskStart", "TaskFinish") for task in ("t1", "t2", "t3"))  # fmt: skip
+    said = _run("--trace", f"csv:{path}", "--sink", "null")
+    assert said.exit_code == 0 and "6 events (3 task starts, 1 job)" in said.stderr
+    assert "skipped: 3 (duplicate rows dropped, each the same as an earlier line: 3)" in said.stderr
+    summary = orjson.loads(_run("--trace", f"csv:{path}", "--sink", "null", "--json").stdout)
+    assert (summary["events"], summary["tasks"], summary["finished"]) == (6, 3, {"SUCCEEDED": 3})
+    assert summary["skip_reasons"] == {"duplicate rows dropped, each the same as an earlier line": 3}
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
