@@ -166,7 +166,14 @@ class YarnApplier:
                 timeout=self.refresh_timeout_s,
                 check=False,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
+        except subprocess.TimeoutExpired as exc:  # "could not run: Command [...] timed out": it ran, and was killed
+            raise ApplyError(
+                f"refresh command {self.refresh_command!r} timed out after {self.refresh_timeout_s:g} s and was "
+                f"stopped: the exclude file {self.exclude_file} is written, but the ResourceManager may not have "
+                "re-read it; the change counts as not applied, and the next try writes the file and runs the "
+                "refresh again"
+            ) from exc
+        except OSError as exc:
             raise ApplyError(f"refresh command {self.refresh_command!r} could not run: {exc}") from exc
         if done.returncode != 0:
             raise ApplyError(

@@ -111,6 +111,20 @@ def test_a_java_refresh_failure_is_reported_by_its_message_not_its_stack_frames(
     assert "\n" not in message and "X.java" not in message and "more" not in message
 
 
+def test_a_refresh_that_times_out_says_what_timed_out_after_how_long_and_what_comes_next(tmp_path: Path) -> None:
+    """It said "refresh command 'yarn rmadmin -refreshNodes' could not run: Command '[...]' timed out after 120.0
+    seconds": the command had run (and was killed), and nothing said the exclude file was already written."""
+    exclude = tmp_path / "yarn.exclude"
+    applier = YarnApplier(exclude, refresh_command="sleep 30", refresh_timeout_s=0.2)
+    with pytest.raises(ApplyError) as raised:
+        applier.apply(change({"n1"}, added=("n1",)))
+    assert str(raised.value) == (
+        f"refresh command 'sleep 30' timed out after 0.2 s and was stopped: the exclude file {exclude} is written, "
+        "but the ResourceManager may not have re-read it; the change counts as not applied, and the next try writes "
+        "the file and runs the refresh again")  # fmt: skip
+    assert exclude.read_text().split() == ["n1"]
+
+
 def test_host_map_names_the_hosts_yarn_knows_in_exclude_file_and_flags(tmp_path: Path, caplog) -> None:
     hosts = tmp_path / "hosts.map"
     hosts.write_text("# laggard node   YARN host\nnode-07 nm7.example.com\nnode-08 10.0.0.8  # rack 2\n"
