@@ -352,7 +352,8 @@ class RunningTaskDetector:
         del self._effect[node]
         self._found.pop(node, None)
         return Evidence(node, False, score, f"recovered: {_tasks(t)} started in the last {scale.label} run "
-                        f"{t.effect:+.2f} job std behind their jobs (censored scores, +-{t.stderr:.2f}), "
+                        f"{abs(t.effect):.2f} job std {'behind' if t.effect >= 0 else 'ahead of'} their jobs "
+                        f"(censored scores, +-{t.stderr:.2f}), "
                         f"clearly below {self.recovery_ratio:g} x the {effect:+.2f} it was found with")
 
     def _recovery_scale(self, tallies: list[Tally], effect: float, listed_us: int) -> tuple[Scale, Tally] | None:
