@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     worker_role: Literal["all", "statistics", "prediction"] = Field(
         "all", description="what a direct-engine worker runs: all (statistics, ranking and prediction), statistics "
                            "(no prediction) or prediction (only, in its own consumer group <app_id>-predict)")
+    ranking_share: float | None = Field(
+        None, ge=0.0, le=0.95, description="the share of a direct worker's work its ranking is counted as when a "
+                                           "statistics group assigns partitions: the ranking's owner gets that much "
+                                           "less of the inputs (0: an even spread; unset: the policy's measured share, "
+                                           "streams.engine.assignment)")
     forward_format: Literal["rows", "batches"] = Field(
         "rows", description="how a normaliser forwards task events to a ranking that watches them (policy running): "
                             "rows (TaskRows, since session 23) or batches (TaskEventBatch, which rankings before it "

@@ -34,6 +34,7 @@ from streams.agents.envelope import pack
 from streams.agents.idle_rules import Backlog, earliest_due
 from streams.batch_producer import BatchProducer
 from streams.engine import backlog as backlog_of
+from streams.engine.assignment import RankingAwareAssignor, ranking_share
 from streams.engine.hosts import FEED_TYPES, TASK_TYPES, Decoded, NormaliseHost, PredictHost, RankHost, decode
 from streams.engine.rebalance import Rebalance
 from streams.engine.rejoin import REJOIN_READ_S, while_broker_away
@@ -136,7 +137,10 @@ class DirectWorker:
         self._next_tick = time.monotonic() + self._idle_every_s
         self.consumer = kafka_clients.consumer(
             settings, group_id=settings.app_id, client_id=f"{settings.app_id}-direct",
-            partition_assignment_strategy=(RangePartitionAssignor,),  # task-events p and job-events p together
+            # task-events p and job-events p together; the ranking's owner with fewer (range: a group mid-upgrade)
+            partition_assignment_strategy=(RankingAwareAssignor(FEED, ranking_share(settings.policy,
+                                                                                    settings.ranking_share)),
+                                           RangePartitionAssignor),
             session_timeout_ms=15000, heartbeat_interval_ms=3000, max_poll_records=BATCH_MAX, **CONSUMER_OPTIONS)
         self.consumer.subscribe(topics=list(self.inputs), listener=Rebalance(self))
         unknown = kafka_clients.await_partitions(self.consumer, self.inputs)  # before the join (in the first poll)
