@@ -130,9 +130,10 @@ class ProgressWatch:
     """
 
     def __init__(self, settings: Settings, events: list[Event], period_us: int) -> None:
-        times: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
+        partitions = settings.topic_partitions
+        times: dict[int, list[int]] = {p: [] for p in range(partitions)}
         for event in events:
-            times[partition_for(event.job_id, PARTITIONS)].append(event.ts_us)
+            times[partition_for(event.job_id, partitions)].append(event.ts_us)
         self.times = {p: sorted(ts) for p, ts in times.items()}
         self.visible = {p: bisect.bisect_left(ts, (ts[-1] // period_us) * period_us) if ts else 0
                         for p, ts in self.times.items()}  # fmt: skip
@@ -235,7 +236,7 @@ def watch(settings: Settings, workers: Workers, events: list[Event], window_s: f
     per_s, basis = sustained(counted, workers.started_wall * 1000)
     cpu = [c for c in usage["cpu_seconds"] if c is not None]
     return {**ranked_figures(progress, counted[0], t1, workers.started_wall),
-            "workers": workers.count, "partitions": PARTITIONS, "events": len(events), "processed": c1,
+            "workers": workers.count, "partitions": settings.topic_partitions, "events": len(events), "processed": c1,
             "finished": progress.done, "marks": len(progress.marks), "seconds_from_start": seconds,
             "startup_seconds": t0 / 1000 - workers.started_wall,
             "sustained_per_s": per_s, "sustained_basis": basis,
@@ -286,7 +287,7 @@ def scenario(workdir: Path, settings: Settings, events: list[Event], records: li
              count: int, window_s: float, measure_consume: bool, engine: str = "faust",
              role: str = "all") -> dict[str, Any]:
     """Fresh topics, pre-load, (consume floor,) run ``count`` workers and watch them."""
-    fresh_topics(settings, PARTITIONS)
+    fresh_topics(settings, settings.topic_partitions)
     say(f"pre-loading {len(records)} events to task-events/job-events")
     result: dict[str, Any] = {"preload_per_s": produce(settings, records)}
     if measure_consume:
