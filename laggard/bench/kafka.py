@@ -311,7 +311,7 @@ def compression_floors(settings: Settings, records: list[tuple[str, bytes, bytes
     codecs: list[str | None] = [None, "gzip"] + (["lz4"] if kafka_codec.has_lz4() else [])
     rates = {}
     for name in codecs:
-        fresh_topics(settings, PARTITIONS)
+        fresh_topics(settings, settings.topic_partitions)
         say(f"produce floor with compression {name or 'none'}")
         rates[name or "none"] = produce(settings, records, name)
     return rates
@@ -323,7 +323,7 @@ def scenarios(workdir: Path, settings: Settings, sizes: Sizes, events: list[Even
     by_codec = compression_floors(settings, records[:50_000])
     one = scenario(workdir, settings, events, records, 1, sizes.kafka_window_s, measure_consume=True)
     two = scenario(workdir, settings, events, records, 2, sizes.kafka_window_s, measure_consume=False)
-    fresh_topics(settings, PARTITIONS)
+    fresh_topics(settings, settings.topic_partitions)
     latency = live_latency(workdir, settings, sizes)
     direct = {"one_worker": scenario(workdir, settings, events, records, 1, sizes.kafka_window_s,
                                      measure_consume=True, engine="direct"),
@@ -332,7 +332,7 @@ def scenarios(workdir: Path, settings: Settings, sizes: Sizes, events: list[Even
               # the statistics path alone (--role statistics: prediction deployed apart), beside the `all` worker
               "statistics_one_worker": scenario(workdir, settings, events, records, 1, sizes.kafka_window_s,
                                                 measure_consume=True, engine="direct", role="statistics")}
-    fresh_topics(settings, PARTITIONS)
+    fresh_topics(settings, settings.topic_partitions)
     direct["latency"] = live_latency(workdir, settings, sizes, engine="direct")
     direct["consume_per_s"] = direct["one_worker"].pop("consume_per_s")  # measured again beside it
     direct["one_worker"].pop("preload_per_s")

@@ -6,7 +6,7 @@ do not go twice as fast as one (issue 18). Kafka's range assignor spreads evenly
 the ranking as ``share`` of one worker's work and gives its owner that much less of the inputs, keeping what the
 range assignor keeps: ``task-events`` p and ``job-events`` p go to one worker (a job's events stay together), each
 worker's input partitions are one contiguous run, the feed goes to the first member, and the result depends on
-the members and topics alone, whichever member leads.
+the members, their subscriptions and the topics alone, whichever member leads.
 
 Members that do not read the feed (the prediction role's own group) get an even spread. A member that does not
 know this assignor (a worker of an earlier version, during a rolling upgrade) makes the group fall back to range:
@@ -15,11 +15,14 @@ know this assignor (a worker of an earlier version, during a rolling upgrade) ma
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+log = logging.getLogger(__name__)
 
 # The share of one worker's work its ranking is counted as, by policy. `running` ranks every node from every task event
 # at each boundary, about as much work as reading and normalising them: at 0.5 or more, the ranking's owner reads no
@@ -27,7 +30,8 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 # --partitions 4 --skip 500000`` (Google events after the bench's first 500 k; docs/scale.md, session 28): two
 # workers ranked a median 17.8 k events/s with an even spread (share 0), 20.3 k at 0.35 (1 and 3 partitions), 23.9 k
 # at 0.6 (0 and 4), five rounds each, one worker 17.4 k. Other policies rank a window's summaries, not every task
-# event (not measured here): their small share only gives an uneven spread's extra partitions to the other members.
+# event (not measured here): their small share takes about a twentieth of the inputs off the owner (2 workers and 4
+# partitions: an even spread; 40 partitions: 19 and 21).
 RANKING_SHARE = {"running": 0.6}
 OTHER_POLICIES_SHARE = 0.05
 
@@ -66,8 +70,10 @@ def input_counts(members: int, partitions: int, ranking_share: float) -> list[in
 
 def assign(members: Sequence[str], subscriptions: Mapping[str, frozenset[str]], partitions: Mapping[str, int],
            feed: str, share: float) -> dict[str, dict[str, list[int]]]:
-    """``member -> topic -> partitions``: ``members`` in the group's order (its first takes the feed), what each
-    reads, and each topic's partition count.
+    """``member -> topic -> partitions``: ``members`` in the group's order (its first reader of the feed takes the
+    feed and ranks), what each reads, and each topic's partition count (a topic without one is left out). The input
+    topics read by the same members share one plan by partition index, so partition p of each goes to one member
+    even when their counts differ.
 
     >>> subscribed = frozenset({"task-events", "job-events", "ranking-feed"})
     >>> out = assign(["a", "b"], {"a": subscribed, "b": subscribed},
@@ -76,25 +82,32 @@ def assign(members: Sequence[str], subscriptions: Mapping[str, frozenset[str]], 
     ({'job-events': [0], 'ranking-feed': [0], 'task-events': [0]}, {'job-events': [1, 2, 3], 'task-events': [1, 2, 3]})
     """
     out: dict[str, dict[str, list[int]]] = {member: {} for member in members}
-    readers = [m for m in members if feed in subscriptions[m]]
-    if readers:
-        out[readers[0]][feed] = list(range(partitions.get(feed, 0)))
-    owner = readers[0] if readers else None
+    readers = [m for m in members if feed in subscriptions[m]] if partitions.get(feed) else []
+    owner = readers[0] if readers else None  # no feed partition known: nobody ranks, nobody is spared
+    if owner is not None:
+        out[owner][feed] = list(range(partitions[feed]))
+    by_readers: dict[tuple[str, ...], list[str]] = {}
     for topic in sorted(topic for topic in partitions if topic != feed):
         group = [m for m in members if topic in subscriptions[m]]
         if owner in group:  # the ranking's owner first, its share counted
             group = [owner] + [m for m in group if m != owner]
-        counts = input_counts(len(group), partitions[topic], share if owner in group else 0.0)
+        by_readers.setdefault(tuple(group), []).append(topic)
+    for readers_of, topics in by_readers.items():
+        indices = max(partitions[topic] for topic in topics)
+        counts = input_counts(len(readers_of), indices, share if owner in readers_of else 0.0)
         start = 0
-        for member, count in zip(group, counts, strict=True):
-            if count:
-                out[member][topic] = list(range(start, start + count))
+        for member, count in zip(readers_of, counts, strict=True):
+            for topic in topics:
+                run = list(range(start, min(start + count, partitions[topic])))
+                if run:
+                    out[member][topic] = run
             start += count
     return {member: dict(sorted(topics.items())) for member, topics in out.items()}
 
 
 class RankingAwareAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
-    """``assign`` for a kafka-python consumer group; ``share`` as in ``input_counts`` (the leader's is used)."""
+    """``assign`` for a kafka-python consumer group. Each member sends its ``share`` (as in ``input_counts``) with its
+    subscription, and the plan takes the ranking owner's, so it is the same whichever member leads."""
 
     name = "laggard-ranking-aware"
     version = 0
@@ -107,16 +120,32 @@ class RankingAwareAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # 
         ordered = sorted(members, key=lambda m: (m.group_instance_id is None, m.group_instance_id or "", m.member_id))
         subscriptions = {m.member_id: frozenset(m.metadata.topics) for m in ordered}
         counts = {}
-        for topic in frozenset().union(*subscriptions.values()):
+        for topic in sorted(frozenset().union(*subscriptions.values())):
             found = cluster.partitions_for_topic(topic)
             if found:
                 counts[topic] = max(found) + 1
-        plan = assign([m.member_id for m in ordered], subscriptions, counts, self.feed, self.share)
+            else:
+                log.warning("no partition metadata for topic %s: none of its partitions assigned", topic)
+        owner = next((m for m in ordered if self.feed in subscriptions[m.member_id]), None)
+        plan = assign([m.member_id for m in ordered], subscriptions, counts, self.feed,
+                      self.share if owner is None else _share_of(owner.metadata.user_data, self.share))
         return {member: ConsumerProtocolAssignment(self.version, sorted(topics.items()), b"")
                 for member, topics in plan.items()}
 
     def metadata(self, topics: Any) -> ConsumerProtocolSubscription:
-        return ConsumerProtocolSubscription(self.version, list(topics), b"")
+        return ConsumerProtocolSubscription(self.version, list(topics), f"{self.share:g}".encode())
 
     def on_assignment(self, assignment: Any, generation: Any = None) -> None:
         pass
+
+
+def _share_of(user_data: bytes | None, default: float) -> float:
+    """The share a member sent with its subscription; ``default`` when it sent none readable.
+
+    >>> _share_of(b"0.6", 0.0), _share_of(b"", 0.35), _share_of(None, 0.35), _share_of(b"x", 0.35)
+    (0.6, 0.35, 0.35, 0.35)
+    """
+    try:
+        return float(user_data.decode()) if user_data else default
+    except (UnicodeDecodeError, ValueError):
+        return default

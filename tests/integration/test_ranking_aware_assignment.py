@@ -13,7 +13,7 @@ from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.admin import NewTopic
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 
-from streams.engine.assignment import RankingAwareAssignor
+from streams.engine.assignment import RankingAwareAssignor, ranking_share
 
 SETTLED_S = 6.0  # no assignment change for this long: the group is stable
 
@@ -54,7 +54,7 @@ def plans(bootstrap: str, strategies_for: Callable[[str], list[tuple[object, ...
         time.sleep(1.0)  # join one after the other, as workers starting do
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        covered = sorted(p for h in held for p in h.get("task", []))
+        covered = sorted(p for h in held for p in h.get("task", []))  # every input partition held
         if covered == [0, 1, 2, 3] and time.monotonic() - changed[0] > SETTLED_S:
             break
         time.sleep(0.5)
@@ -64,9 +64,18 @@ def plans(bootstrap: str, strategies_for: Callable[[str], list[tuple[object, ...
     return held
 
 
-def test_the_rankings_owner_reads_one_input_partition_of_four(bootstrap: str) -> None:
+def test_the_rankings_owner_reads_no_input_partition_under_running(bootstrap: str) -> None:
+    share = ranking_share("running", None)  # the default policy's, as a worker offers it
+    held = plans(bootstrap, lambda feed: [(RankingAwareAssignor(feed, share), RangePartitionAssignor)] * 2)
+    owner = next(h for h in held if h.get("feed") == [0])
+    other = next(h for h in held if h is not owner)
+    assert (owner["task"], owner["job"]) == ([], [])
+    assert (other["task"], other["job"], other["feed"]) == ([0, 1, 2, 3], [0, 1, 2, 3], [])
+
+
+def test_a_smaller_share_leaves_the_owner_one_partition_of_four(bootstrap: str) -> None:
     held = plans(bootstrap, lambda feed: [(RankingAwareAssignor(feed, 0.35),)] * 2)
-    owner = next(h for h in held if h["feed"] == [0])
+    owner = next(h for h in held if h.get("feed") == [0])
     other = next(h for h in held if h is not owner)
     assert (owner["task"], owner["job"]) == ([0], [0])
     assert (other["task"], other["job"], other["feed"]) == ([1, 2, 3], [1, 2, 3], [])
