@@ -40,7 +40,9 @@ def failed(outcome: Any, state: Any, problem: str, *, kind: str, cluster: str, d
     counts so far, ``problem`` saying what happened, and the state it stays at (``state``: the follower's). A
     script piping stdout into jq gets ``in_sync: false`` and the reason, not an empty stdout; the caller prints
     the one error line on stderr and exits 1."""
-    outcome.problem, outcome.version, outcome.blacklist = problem, state.version, sorted(state.applied)
+    earlier = outcome.problem  # a change refused before the broker went: both said
+    outcome.problem = f"{earlier}; then {problem}" if earlier else problem
+    outcome.version, outcome.blacklist = state.version, sorted(state.applied)
     if as_json:
         _echo_json(outcome, kind=kind, cluster=cluster, dry_run=dry_run)
 

@@ -17,9 +17,9 @@ does not. Traces with progress reports should be converted to a format that stam
 
 Rows need not be sorted: events go through ``sort_external`` (in memory up to half a million events, sorted
 runs on temporary disk above that). Bad rows (wrong column count, a non-integer time, end before start, an
-unknown status, an empty id) are counted and the first few reported; they never stop the reader. A row that repeats
-an earlier one in every column the reader uses (an export that wrote some lines twice) is dropped and counted as
-skipped (``REPEATED``): its task would otherwise start and finish twice.
+unknown status, an empty id) are counted and the first few reported; they never stop the reader. A line that repeats
+an earlier one field for field, ignored columns included (an export that wrote some lines twice), is dropped and
+counted as skipped (``REPEATED``): its task would otherwise start and finish twice.
 
 >>> import tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "tasks.csv"
@@ -46,6 +46,7 @@ _FALSE = frozenset({"", "0", "false", "no", "n", "f"})
 _START, _FINISH = RANK[TaskStart], RANK[TaskFinish]
 REPEATED = "duplicate rows dropped, each the same as an earlier line"
 UNFINISHED = "attempt did not finish in the trace (start only)"
+_SEP = "\x1f"  # between a start row's finish and its line's fields (``_line_key``)
 
 
 def header_of(path: str | Path) -> list[str]:
@@ -79,9 +80,9 @@ def read_csv_tasks(path: str | Path, stats: ReadStats) -> Iterator[Event]:
 
 def _without_repeats(rows: Iterator[Row], stats: ReadStats) -> Iterator[Row]:
     """The sorted rows but those of a file line that repeats an earlier line (``REPEATED``); a kept line with no
-    finish is counted (``UNFINISHED``) here, once. A start row carries its line's finish (``_parse``), so two starts
-    equal but for the line number come from equal lines; equal lines start at the same time, so only one timestamp's
-    starts are held, and a dropped start's finish is dropped by its line."""
+    finish is counted (``UNFINISHED``) here, once. A start row carries its line's finish and fields (``_line_key``),
+    so two starts equal but for the line number come from equal lines; equal lines start at the same time, so only
+    one timestamp's starts are held, and a dropped start's finish is dropped by its line."""
     at: int | None = None
     starts: set[Row] = set()
     dropped: set[int] = set()
@@ -97,11 +98,11 @@ def _without_repeats(rows: Iterator[Row], stats: ReadStats) -> Iterator[Row]:
         key = row[3:]
         if key in starts:
             stats.skip(REPEATED)
-            if row[-1]:  # it has a finish to drop too
+            if not row[-1].startswith(_SEP):  # it has a finish to drop too
                 dropped.add(row[2])
             continue
         starts.add(key)
-        if not row[-1]:
+        if row[-1].startswith(_SEP):
             stats.skip(UNFINISHED)
         yield row
 
@@ -136,14 +137,19 @@ def _parse(fields: list[str], index: dict[str, int], line: int) -> list[Row]:
     started = (start, _START, line, *ident, _value(fields, index, "task_type"), speculative)
     status, end_text = _value(fields, index, "status").upper(), _value(fields, index, "end_us")
     if end_text == "" and status in _RUNNING:
-        return [(*started, "")]
+        return [(*started, _line_key(fields, ""))]
     if status not in Status.__members__:
         raise ValueError(f"unknown status {status!r} (expected one of {', '.join(Status.__members__)})")
     end = _integer(fields, index, "end_us")
     if end < start:
         raise ValueError(f"ends before it starts (end_us {end} < start_us {start})")
-    # the start row's last field (unused by ``_event``) holds the finish: ``_without_repeats`` compares whole lines
-    return [(*started, f"{end} {status}"), (end, _FINISH, line, *ident, "", end - start, status)]
+    return [(*started, _line_key(fields, f"{end} {status}")), (end, _FINISH, line, *ident, "", end - start, status)]
+
+
+def _line_key(fields: list[str], finish: str) -> str:
+    """A start row's last field (``_event`` does not read it): its line's finish (empty when it has none), then every
+    field of the line, ignored columns too, so ``_without_repeats`` drops a line only when it repeats another whole."""
+    return finish + _SEP + _SEP.join(field.strip() for field in fields)
 
 
 def _value(fields: list[str], index: dict[str, int], name: str) -> str:

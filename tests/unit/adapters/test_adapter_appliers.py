@@ -324,3 +324,22 @@ def test_the_once_summary_names_an_unsaved_state_file_and_the_clusters_a_wrong_i
     assert missed.endswith("; the topics hold blacklists of other clusters only: cluster-1, cluster-2, cluster-3, "
                            "cluster-4, cluster-5 ... (--cluster-id)")
     assert "other clusters" not in ours  # its own version applied: other clusters sharing the topics are normal
+
+
+def test_a_failed_once_json_run_keeps_a_refusal_that_came_before_the_broker_went(capsys) -> None:
+    """A change refused, then the broker gone: the JSON document says both, not the broker alone (a reviewer's
+    case: the refusal was overwritten)."""
+    import orjson
+
+    from adapters.consumer import Outcome
+    from laggard.commands.adapter_report import failed
+
+    class State:  # the follower's state as failed() reads it: its version and what it applied
+        version, applied = 3, {"n2", "n1"}
+
+    outcome = Outcome(refused=1, problem="POST http://127.0.0.1:39998/hook: connection refused")
+    failed(outcome, State(), "no broker at 127.0.0.1:1", kind="webhook", cluster="c", dry_run=False, as_json=True)
+    document = orjson.loads(capsys.readouterr().out)
+    assert document["problem"] == ("POST http://127.0.0.1:39998/hook: connection refused; then no broker at "
+                                   "127.0.0.1:1")
+    assert (document["in_sync"], document["version"], document["blacklist"]) == (False, 3, ["n1", "n2"])

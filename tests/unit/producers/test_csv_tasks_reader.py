@@ -91,6 +91,17 @@ def test_a_repeated_row_is_read_once_and_counted_but_rows_that_differ_are_all_ke
     assert stats.skipped == 5 and stats.bad_rows == 0
 
 
+def test_lines_that_differ_only_in_an_ignored_column_are_both_kept(tmp_path: Path) -> None:
+    """Two instances of one task on one node in one second of a trace with an instance column: not a repeat (a
+    reviewer's case: the reader compared only the columns it uses, and dropped the second)."""
+    path = _write(tmp_path / "tasks.csv", ["job_id,task_id,node_id,start_us,end_us,status,instance,cpu",
+                                           "j1,t1,n1,10,30,SUCCEEDED,i1,1.5", "j1,t1,n1,10,30,SUCCEEDED,i2,3.0",
+                                           "j1,t1,n1,10,30,SUCCEEDED,i2,3.0 "])  # a repeat but for a space
+    stats = ReadStats()
+    assert len([e for e in read_csv_tasks(path, stats) if isinstance(e, TaskStart)]) == 2
+    assert stats.skip_reasons == {"duplicate rows dropped, each the same as an earlier line": 1}
+
+
 def test_a_header_without_the_required_columns_fails_before_reading(tmp_path: Path) -> None:
     path = _write(tmp_path / "tasks.csv", ["job_id,task_id,start_us,end_us", "j1,t1,1,2"])
     with pytest.raises(ValueError, match="node_id, status"):
