@@ -23,6 +23,7 @@ import click
 import orjson
 from rich.table import Table
 
+from adapters.base import write_atomically
 from laggard.commands.advise_options import (
     budget_options,
     calibrated_option,
@@ -251,7 +252,8 @@ def query(spec: str, node: str, task_type: str | None, threshold: str | None, ta
         advice = replace(advice, reason=f"{advice.reason} (node {node} never seen in the trace: taken as idle)")
     if budget_state is not None and budget is not None:
         try:
-            budget_state.write_text(orjson.dumps(budget.snapshot()).decode() + "\n")
+            # atomically: a full disk mid-write left a truncated file the next query refused
+            write_atomically(budget_state, orjson.dumps(budget.snapshot()).decode() + "\n")
         except OSError as exc:  # was "Error: Permission denied: PATH", after the trees were trained, no option named
             raise UserError(f"cannot write --budget-state {budget_state}: {exc.strerror or exc}; no advice given, as "
                             "the budget could not keep it") from None
