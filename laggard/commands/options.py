@@ -120,11 +120,14 @@ def _check_address(bootstrap: str) -> None:
 def existing_directory(ctx: click.Context, param: click.Parameter, value: Path | None) -> Path | None:
     """A click callback for a file to write: it may not exist yet, but its directory must (a mistyped path would
     become a file nobody reads, or fail only after the work)."""
-    if value is not None and not value.expanduser().resolve().parent.is_dir():
-        if value.expanduser().resolve().parent.exists():
-            raise click.BadParameter(f"{str(value.parent)!r} is a file, not a directory (fix the path)")
+    if value is None:
+        return None
+    parent = value.expanduser().resolve().parent
+    if parent.exists() and not parent.is_dir():
+        raise click.BadParameter(f"{str(value.parent)!r} is a file, not a directory (fix the path)")
+    if not parent.is_dir():
         raise click.BadParameter(f"the directory {str(value.parent)!r} does not exist (create it, or fix the path)")
-    return None if value is None else value.expanduser()  # no shell expands ~ in a pod's args
+    return value.expanduser()  # no shell expands ~ in a pod's args
 
 
 class PositiveFinite(click.FloatRange):

@@ -95,14 +95,14 @@ def _without_repeats(rows: Iterator[Row], stats: ReadStats) -> Iterator[Row]:
             continue
         if row[0] != at:
             at, starts = row[0], set()  # equal lines start together: earlier times can hold none of their repeats
-        key = row[3:]
+        key, unfinished = row[3:], row[-1].startswith(_SEP)  # ``_line_key``: no finish before the separator
         if key in starts:
             stats.skip(REPEATED)
-            if not row[-1].startswith(_SEP):  # it has a finish to drop too
+            if not unfinished:  # its finish is dropped too
                 dropped.add(row[2])
             continue
         starts.add(key)
-        if row[-1].startswith(_SEP):
+        if unfinished:
             stats.skip(UNFINISHED)
         yield row
 

@@ -45,7 +45,7 @@ def ranking_share(policy: str, configured: float | None) -> float:
     return configured if configured is not None else RANKING_SHARE.get(policy, OTHER_POLICIES_SHARE)
 
 
-def input_counts(members: int, partitions: int, ranking_share: float) -> list[int]:
+def input_counts(members: int, partitions: int, share: float) -> list[int]:
     """How many input partitions each of ``members`` gets, the ranking's owner first: one at a time to the least
     loaded, where the owner starts loaded with the ranking, ``share / (1 - share)`` of all the inputs' work
     (counted in partitions), and ties go to the member with fewer partitions, then to the earlier one (with no
@@ -58,7 +58,7 @@ def input_counts(members: int, partitions: int, ranking_share: float) -> list[in
     """
     if members < 1:
         return []
-    share = min(max(ranking_share, 0.0), 0.95)
+    share = min(max(share, 0.0), 0.95)
     loads = [share / (1.0 - share) * partitions] + [0.0] * (members - 1)
     counts = [0] * members
     for _ in range(partitions):
@@ -82,8 +82,8 @@ def assign(members: Sequence[str], subscriptions: Mapping[str, frozenset[str]], 
     ({'job-events': [0], 'ranking-feed': [0], 'task-events': [0]}, {'job-events': [1, 2, 3], 'task-events': [1, 2, 3]})
     """
     out: dict[str, dict[str, list[int]]] = {member: {} for member in members}
-    readers = [m for m in members if feed in subscriptions[m]] if partitions.get(feed) else []
-    owner = readers[0] if readers else None  # no feed partition known: nobody ranks, nobody is spared
+    # no feed partition known: nobody ranks, nobody is spared
+    owner = feed_owner(members, subscriptions, feed) if partitions.get(feed) else None
     if owner is not None:
         out[owner][feed] = list(range(partitions[feed]))
     by_readers: dict[tuple[str, ...], list[str]] = {}
@@ -103,6 +103,11 @@ def assign(members: Sequence[str], subscriptions: Mapping[str, frozenset[str]], 
                     out[member][topic] = run
             start += count
     return {member: dict(sorted(topics.items())) for member, topics in out.items()}
+
+
+def feed_owner(members: Sequence[str], subscriptions: Mapping[str, frozenset[str]], feed: str) -> str | None:
+    """The member that takes the feed and ranks: the first, in the group's order, that reads it."""
+    return next((member for member in members if feed in subscriptions[member]), None)
 
 
 class RankingAwareAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
@@ -126,9 +131,10 @@ class RankingAwareAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # 
                 counts[topic] = max(found) + 1
             else:
                 log.warning("no partition metadata for topic %s: none of its partitions assigned", topic)
-        owner = next((m for m in ordered if self.feed in subscriptions[m.member_id]), None)
-        plan = assign([m.member_id for m in ordered], subscriptions, counts, self.feed,
-                      self.share if owner is None else _share_of(owner.metadata.user_data, self.share))
+        ids = [m.member_id for m in ordered]
+        owner = feed_owner(ids, subscriptions, self.feed)
+        share = self.share if owner is None else _share_of(ordered[ids.index(owner)].metadata.user_data, self.share)
+        plan = assign(ids, subscriptions, counts, self.feed, share)
         return {member: ConsumerProtocolAssignment(self.version, sorted(topics.items()), b"")
                 for member, topics in plan.items()}
 
